@@ -1,0 +1,126 @@
+import * as grpc from '@grpc/grpc-js';
+import { GatewayError } from '@gw/errors';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type MethodsOf,
+  type ServiceImpl,
+  HealthState,
+  RpcError,
+  addHealthService,
+  addService,
+  billingV1,
+  bindServer,
+  createClient,
+  healthV1,
+  shutdownServer,
+} from '../src/index.ts';
+
+// The adapter's own test: a real grpc-js server on a loopback port with a small in-test
+// implementation of the billing contract, called through the real typed client.
+/** Every rpc of a service answering UNIMPLEMENTED-like errors, for tests that need only a few. */
+function unimplemented<T extends object>(service: { methods: Array<{ localName: string }> }): T {
+  return Object.fromEntries(
+    service.methods.map((m) => [m.localName, async () => Promise.reject(new Error(`${m.localName} not in this test`))]),
+  ) as T;
+}
+
+describe('grpc adapter', () => {
+  const server = new grpc.Server();
+  const health = new HealthState();
+  const unexpected: unknown[] = [];
+  let address = '';
+
+  beforeAll(async () => {
+    addService(
+      server,
+      billingV1.BillingService,
+      {
+        ...unimplemented<ServiceImpl<MethodsOf<typeof billingV1.BillingService>>>(billingV1.BillingService),
+        createAccount: async (req) => {
+          if (req.name === 'boom') throw new Error('db password=secret leaked?');
+          if (req.name === '') throw new GatewayError('invalid_request', 'name is required');
+          return { accountId: `acct-${req.name}` };
+        },
+        topUp: async (req) => ({ balance: req.credits * 2n, applied: true }),
+        getWallet: async (_req, ctx) => {
+          await new Promise((r) => setTimeout(r, 300));
+          return { balance: BigInt(ctx.deadline > Date.now() ? 1 : 0) };
+        },
+        createApiKey: async () => {
+          throw new GatewayError('api_key_limit_exceeded', 'limit', { limit_type: 'requests', period: 'daily' });
+        },
+        revokeApiKey: async () => ({ revokedAtUnixMs: 1n }),
+        listApiKeys: async () => ({ keys: [] }),
+        lookupApiKey: async () => ({ keyId: 'k', accountId: 'a' }),
+      },
+      { onUnexpectedError: (err) => unexpected.push(err) },
+    );
+    addHealthService(server, health);
+    const port = await bindServer(server, '127.0.0.1', 0);
+    address = `127.0.0.1:${port}`;
+  });
+  afterAll(() => shutdownServer(server, 1000));
+
+  it('round-trips unary calls, int64 included', async () => {
+    const client = createClient(billingV1.BillingService, address);
+    expect((await client.createAccount({ name: 'x' })).accountId).toBe('acct-x');
+    expect((await client.topUp({ accountId: 'a', credits: 9_007_199_254_740_993n, reference: 'r' })).balance).toBe(
+      18_014_398_509_481_986n,
+    );
+    client.close();
+  });
+
+  it('carries a domain error code and its details across', async () => {
+    const client = createClient(billingV1.BillingService, address);
+    await expect(client.createAccount({ name: '' })).rejects.toMatchObject({
+      name: 'GatewayError',
+      code: 'invalid_request',
+      message: 'name is required',
+    });
+    const err = await client.createApiKey({ accountId: 'a' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GatewayError);
+    expect((err as GatewayError).details).toEqual({ limit_type: 'requests', period: 'daily' });
+    client.close();
+  });
+
+  it('hides unexpected errors behind INTERNAL and reports them to the service', async () => {
+    const client = createClient(billingV1.BillingService, address);
+    const err = await client.createAccount({ name: 'boom' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RpcError);
+    expect((err as RpcError).grpcCode).toBe(grpc.status.INTERNAL);
+    expect((err as Error).message).not.toContain('secret');
+    expect(unexpected).toHaveLength(1);
+    client.close();
+  });
+
+  it('enforces deadlines', async () => {
+    const client = createClient(billingV1.BillingService, address, { defaultTimeoutMs: 50 });
+    const err = await client.getWallet({ accountId: 'a' }).catch((e: unknown) => e);
+    expect((err as RpcError).grpcCode).toBe(grpc.status.DEADLINE_EXCEEDED);
+    client.close();
+  });
+
+  it('serves the standard health protocol, unary and streaming', async () => {
+    const client = createClient(healthV1.Health, address);
+    const { HealthCheckResponse_ServingStatus: S } = healthV1;
+    expect((await client.check({})).status).toBe(S.NOT_SERVING);
+    const seen: number[] = [];
+    const controller = new AbortController();
+    const watching = (async () => {
+      try {
+        for await (const res of client.watch({}, { signal: controller.signal, timeoutMs: 5000 })) {
+          seen.push(res.status);
+          if (seen.length === 2) controller.abort();
+        }
+      } catch {
+        // cancelled by us
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 100));
+    health.set(true);
+    await watching;
+    expect(seen).toEqual([S.NOT_SERVING, S.SERVING]);
+    expect((await client.check({})).status).toBe(S.SERVING);
+    client.close();
+  });
+});

@@ -1,0 +1,217 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, type WriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * Starts the whole gateway as real processes: the provider simulator, every gRPC service and the
+ * edge gateway, in dependency order. Each child reports its bound address by writing a ready file,
+ * so port 0 works and "ready" means "listening". Used by `pnpm start` and the end-to-end tests.
+ */
+
+export const ROOT = resolve(import.meta.dirname, '..');
+
+export interface SystemOptions {
+  databaseUrl: string;
+  natsUrl: string;
+  /** Public gateway port; 0 picks a free one. */
+  gatewayPort: number;
+  /** Fixed ports for the internal services, or 0 for free ones (tests). */
+  internalPorts: 'fixed' | 'random';
+  /** Where children's logs go: 'inherit' prefixes them onto our stdout, or a folder for files. */
+  logs: 'inherit' | string;
+  /** Extra environment for every child (e.g. fault-injection settings in tests). */
+  env?: Record<string, string>;
+  /** Per-service extra environment. */
+  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
+}
+
+export type ServiceName = 'provider-simulator' | 'billing' | 'catalog' | 'edge-gateway';
+
+const FIXED_PORTS: Record<ServiceName, number> = {
+  'provider-simulator': 8090,
+  billing: 50051,
+  catalog: 50052,
+  'edge-gateway': 8080,
+};
+
+/** The provider simulator as the four upstream providers, in the `PROVIDERS` format. */
+export function simulatorProviders(simulatorUrl: string): string {
+  return JSON.stringify([
+    { name: 'openai', kind: 'openai', baseUrl: `${simulatorUrl}/openai/v1`, apiKey: 'sim-openai-key' },
+    { name: 'anthropic', kind: 'anthropic', baseUrl: `${simulatorUrl}/anthropic`, apiKey: 'sim-anthropic-key' },
+    { name: 'google', kind: 'google', baseUrl: `${simulatorUrl}/google/v1beta`, apiKey: 'sim-google-key' },
+    { name: 'compat', kind: 'compat', baseUrl: `${simulatorUrl}/compat/v1`, apiKey: 'sim-compat-key' },
+  ]);
+}
+
+export interface RunningService {
+  name: ServiceName;
+  child: ChildProcess;
+  /** `host:port` for gRPC services, base URL for HTTP ones. */
+  address: string;
+  logFile?: string;
+}
+
+export interface RunningSystem {
+  /** Public base URL, e.g. http://127.0.0.1:8080/v1 */
+  baseUrl: string;
+  simulatorUrl: string;
+  billingAddr: string;
+  catalogAddr: string;
+  services: Map<ServiceName, RunningService>;
+  /** Stops one service (SIGTERM, then SIGKILL after the grace period) and resolves on exit. */
+  stopService(name: ServiceName): Promise<void>;
+  /** Starts a stopped service again with the same settings. */
+  restartService(name: ServiceName): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: process.env.NODE_ENV ?? 'development',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    DATABASE_URL: opts.databaseUrl,
+    NATS_URL: opts.natsUrl,
+    MIGRATE_ON_START: 'true',
+    ...opts.env,
+    ...extra,
+    ...opts.serviceEnv?.[name],
+  };
+}
+
+function pipeLines(stream: NodeJS.ReadableStream, prefix: string): void {
+  let buf = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    buf += chunk;
+    let i = buf.indexOf('\n');
+    while (i >= 0) {
+      process.stdout.write(`${prefix} ${buf.slice(0, i)}\n`);
+      buf = buf.slice(i + 1);
+      i = buf.indexOf('\n');
+    }
+  });
+}
+
+async function waitForReadyFile(file: string, child: ChildProcess, name: string, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${name} exited during start-up (code ${child.exitCode ?? child.signalCode})`);
+    }
+    if (existsSync(file)) {
+      const text = readFileSync(file, 'utf8').trim();
+      if (text !== '') return text;
+    }
+    await sleep(50);
+  }
+  throw new Error(`${name} was not ready within ${timeoutMs} ms`);
+}
+
+function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
+  const runDir = mkdtempSync(join(tmpdir(), 'gw-run-'));
+  const services = new Map<ServiceName, RunningService>();
+  const specs = new Map<ServiceName, () => Record<string, string>>();
+  const port = (name: ServiceName) => String(opts.internalPorts === 'fixed' ? FIXED_PORTS[name] : 0);
+  let logStreams: WriteStream[] = [];
+
+  async function launch(name: ServiceName): Promise<RunningService> {
+    const readyFile = join(runDir, `${name}.ready`);
+    const extra = { ...specs.get(name)!(), READY_FILE: readyFile };
+    const entry = join(ROOT, 'services', name, 'src', 'main.ts');
+    const child = spawn(process.execPath, [entry], {
+      cwd: ROOT,
+      env: childEnv(opts, name, extra),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let logFile: string | undefined;
+    if (opts.logs === 'inherit') {
+      pipeLines(child.stdout!, `[${name}]`);
+      pipeLines(child.stderr!, `[${name}]`);
+    } else {
+      logFile = join(opts.logs, `${name}.log`);
+      const out = createWriteStream(logFile, { flags: 'a' });
+      logStreams.push(out);
+      child.stdout!.pipe(out, { end: false });
+      child.stderr!.pipe(out, { end: false });
+    }
+    const address = await waitForReadyFile(readyFile, child, name, 60_000).catch((err: unknown) => {
+      child.kill('SIGKILL');
+      const hint = logFile ? `\n--- ${name} log ---\n${readFileSync(logFile, 'utf8').slice(-4000)}` : '';
+      throw new Error(`${(err as Error).message}${hint}`);
+    });
+    const svc: RunningService = { name, child, address, logFile };
+    services.set(name, svc);
+    return svc;
+  }
+
+  const system: RunningSystem = {
+    baseUrl: '',
+    simulatorUrl: '',
+    billingAddr: '',
+    catalogAddr: '',
+    services,
+    async stopService(name) {
+      const svc = services.get(name);
+      if (svc) await stopChild(svc.child, 15_000);
+    },
+    async restartService(name) {
+      const readyFile = join(runDir, `${name}.ready`);
+      if (existsSync(readyFile)) await import('node:fs/promises').then((fs) => fs.rm(readyFile));
+      await launch(name);
+    },
+    async stop() {
+      // Reverse dependency order: the gateway stops taking requests first.
+      const order: ServiceName[] = ['edge-gateway', 'catalog', 'billing', 'provider-simulator'];
+      for (const name of order) {
+        const svc = services.get(name);
+        if (svc) await stopChild(svc.child, 15_000);
+      }
+      for (const s of logStreams) s.end();
+      logStreams = [];
+    },
+  };
+
+  try {
+    specs.set('provider-simulator', () => ({ SIM_HOST: '127.0.0.1', SIM_PORT: port('provider-simulator') }));
+    system.simulatorUrl = (await launch('provider-simulator')).address;
+
+    specs.set('billing', () => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: port('billing') }));
+    specs.set('catalog', () => ({
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: port('catalog'),
+      PROVIDERS: process.env.PROVIDERS ?? simulatorProviders(system.simulatorUrl),
+    }));
+    const [billing, catalog] = await Promise.all([launch('billing'), launch('catalog')]);
+    system.billingAddr = billing.address;
+    system.catalogAddr = catalog.address;
+
+    specs.set('edge-gateway', () => ({
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_PORT: String(opts.gatewayPort),
+      BILLING_ADDR: system.billingAddr,
+      CATALOG_ADDR: system.catalogAddr,
+    }));
+    system.baseUrl = (await launch('edge-gateway')).address;
+  } catch (err) {
+    await system.stop();
+    throw err;
+  }
+  return system;
+}

@@ -1,0 +1,8 @@
+import { Migration001Initial } from './migration-001-initial.ts';
+import { Migration002Money } from './migration-002-money.ts';
+
+/** Applied in order; names are stored in the schema's migrations table. */
+export const billingMigrations = [
+  { name: 'Migration001Initial', class: Migration001Initial },
+  { name: 'Migration002Money', class: Migration002Money },
+];

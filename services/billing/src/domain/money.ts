@@ -1,0 +1,130 @@
+import { GatewayError, isErrorCode } from '@gw/errors';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { BillingUnit } from './pricing.ts';
+
+/** One money operation on an account, as `apply_ops` takes it (bigints travel as strings). */
+export type MoneyOp =
+  | {
+      op: 'authorize';
+      request_id: string;
+      key_id: string | null;
+      amount: string;
+      worst_tokens: string;
+      text: boolean;
+      endpoint: string;
+      model: string;
+      unit: BillingUnit;
+      price: string;
+    }
+  | {
+      op: 'settle';
+      request_id: string;
+      unit: BillingUnit;
+      price: string;
+      charge: string;
+      input_tokens: string;
+      output_tokens: string;
+      total_tokens: string;
+      images: number;
+      seconds: number;
+      reconcile: boolean;
+    }
+  | { op: 'release'; request_id: string }
+  | { op: 'refund'; request_id: string };
+
+/** What `apply_ops` answers for one op. */
+export interface MoneyResult {
+  ok: boolean;
+  code?: string;
+  limit_type?: string;
+  period?: string;
+  held?: string;
+  balance_after?: string;
+  credit_charged?: string;
+  credit_refunded?: string;
+  replay?: boolean;
+}
+
+const MESSAGES: Record<string, string> = {
+  insufficient_balance: 'The wallet balance is not enough for this request.',
+  api_key_limit_exceeded: 'This API key reached a limit its owner configured.',
+  api_key_quota_reconciliation_required:
+    'An earlier text request on this key is not reconciled. Contact support; retrying does not help.',
+  not_found: 'No such request or account.',
+  invalid_request: 'The operation does not match the request it refers to.',
+};
+
+/** Turns a refused op into the public error it stands for. */
+export function toGatewayError(r: MoneyResult): GatewayError {
+  const code = isErrorCode(r.code) ? r.code : 'invalid_request';
+  const details = r.limit_type !== undefined ? { limit_type: r.limit_type, period: r.period } : {};
+  const message =
+    code === 'api_key_limit_exceeded'
+      ? `This API key reached its ${r.period} ${r.limit_type} limit. Wait for the window to reset.`
+      : (MESSAGES[code] ?? 'The request was refused.');
+  return new GatewayError(code, message, details);
+}
+
+/** Applies ops on one account in one statement (one transaction, one wallet lock). */
+export async function applyOps(em: EntityManager, accountId: string, ops: MoneyOp[], now: Date): Promise<MoneyResult[]> {
+  const rows = await em.execute<{ r: MoneyResult[] }[]>('select apply_ops(?, ?::jsonb, ?::timestamptz) as r', [
+    accountId,
+    JSON.stringify(ops),
+    now.toISOString(),
+  ]);
+  const results = rows[0]?.r;
+  if (!Array.isArray(results) || results.length !== ops.length) throw new Error('apply_ops returned an unexpected result');
+  return results;
+}
+
+interface Pending {
+  op: MoneyOp;
+  resolve: (r: MoneyResult) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Coalesces concurrent money operations per account. While one batch of an account is being
+ * applied, new operations for it queue up and go together in the next batch: a hot account pays
+ * one lock and one commit per batch instead of per request, and different accounts run in
+ * parallel. A lone request is applied at once, so it waits for nothing.
+ */
+export class AccountBatcher {
+  readonly #queues = new Map<string, Pending[]>();
+  readonly #apply: (accountId: string, ops: MoneyOp[]) => Promise<MoneyResult[]>;
+  readonly #maxBatch: number;
+
+  constructor(apply: (accountId: string, ops: MoneyOp[]) => Promise<MoneyResult[]>, maxBatch = 200) {
+    this.#apply = apply;
+    this.#maxBatch = maxBatch;
+  }
+
+  submit(accountId: string, op: MoneyOp): Promise<MoneyResult> {
+    return new Promise((resolve, reject) => {
+      const queue = this.#queues.get(accountId);
+      if (queue) {
+        queue.push({ op, resolve, reject });
+        return;
+      }
+      this.#queues.set(accountId, [{ op, resolve, reject }]);
+      void this.#drain(accountId);
+    });
+  }
+
+  async #drain(accountId: string): Promise<void> {
+    const queue = this.#queues.get(accountId)!;
+    while (queue.length > 0) {
+      const batch = queue.splice(0, this.#maxBatch);
+      try {
+        const results = await this.#apply(
+          accountId,
+          batch.map((p) => p.op),
+        );
+        batch.forEach((p, i) => p.resolve(results[i]!));
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+      }
+    }
+    this.#queues.delete(accountId);
+  }
+}

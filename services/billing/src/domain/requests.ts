@@ -1,0 +1,98 @@
+import { billingV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { AccountBatcher, applyOps, toGatewayError, type MoneyResult } from './money.ts';
+import { creditsFor, type BillingUnit } from './pricing.ts';
+
+const UNITS: Record<number, BillingUnit> = {
+  [billingV1.BillingUnit.MILLION_TOKENS]: 'million_tokens',
+  [billingV1.BillingUnit.IMAGE]: 'image',
+  [billingV1.BillingUnit.SECOND]: 'second',
+};
+
+function unitOf(u: billingV1.BillingUnit): BillingUnit {
+  const unit = UNITS[u];
+  if (!unit) throw new GatewayError('invalid_request', 'A billing unit is required.');
+  return unit;
+}
+
+function need(value: string, name: string): void {
+  if (value === '') throw new GatewayError('invalid_request', `${name} is required.`);
+}
+
+function ok(r: MoneyResult): MoneyResult {
+  if (!r.ok) throw toGatewayError(r);
+  return r;
+}
+
+/**
+ * The request lifecycle in credits: authorize (hold the worst case), then settle (charge the
+ * actual cost) or release (charge nothing), and refund a settled charge. Each call goes through
+ * the per-account batcher into `apply_ops`, so it is one transaction and idempotent by request id.
+ */
+export class RequestMoney {
+  readonly #batcher: AccountBatcher;
+
+  constructor(orm: MikroORM, now: () => Date = () => new Date()) {
+    this.#batcher = new AccountBatcher((accountId, ops) => applyOps(orm.em.fork(), accountId, ops, now()));
+  }
+
+  async authorize(req: billingV1.AuthorizeRequest): Promise<{ held: bigint; balanceAfter: bigint }> {
+    need(req.requestId, 'request_id');
+    need(req.accountId, 'account_id');
+    if (req.worstUnits < 0n || req.pricePerUnit < 0n) throw new GatewayError('invalid_request', 'Units and price must be non-negative.');
+    const unit = unitOf(req.unit);
+    const amount = creditsFor(unit, req.worstUnits, req.pricePerUnit);
+    const r = ok(
+      await this.#batcher.submit(req.accountId, {
+        op: 'authorize',
+        request_id: req.requestId,
+        key_id: req.keyId === '' ? null : req.keyId,
+        amount: amount.toString(),
+        worst_tokens: unit === 'million_tokens' ? req.worstUnits.toString() : '0',
+        text: req.text,
+        endpoint: req.endpoint,
+        model: req.model,
+        unit,
+        price: req.pricePerUnit.toString(),
+      }),
+    );
+    return { held: BigInt(r.held ?? amount), balanceAfter: BigInt(r.balance_after!) };
+  }
+
+  async settle(req: billingV1.SettleRequest): Promise<{ creditCharged: bigint; balanceAfter: bigint }> {
+    need(req.requestId, 'request_id');
+    const unit = unitOf(req.unit);
+    if (req.units < 0n) throw new GatewayError('invalid_request', 'Units must be non-negative.');
+    // Success without usage is charged the minimum (DECISIONS.md) and marks the key.
+    const charge = creditsFor(unit, req.reconcile ? 0n : req.units, req.pricePerUnit);
+    const r = ok(
+      await this.#batcher.submit(req.accountId, {
+        op: 'settle',
+        request_id: req.requestId,
+        unit,
+        price: req.pricePerUnit.toString(),
+        charge: charge.toString(),
+        input_tokens: req.inputTokens.toString(),
+        output_tokens: req.outputTokens.toString(),
+        total_tokens: unit === 'million_tokens' ? req.units.toString() : '0',
+        images: unit === 'image' ? Number(req.units) : 0,
+        seconds: unit === 'second' ? Number(req.units) : 0,
+        reconcile: req.reconcile,
+      }),
+    );
+    return { creditCharged: BigInt(r.credit_charged!), balanceAfter: BigInt(r.balance_after!) };
+  }
+
+  async release(req: billingV1.ReleaseRequest): Promise<{ balanceAfter: bigint }> {
+    need(req.requestId, 'request_id');
+    const r = ok(await this.#batcher.submit(req.accountId, { op: 'release', request_id: req.requestId }));
+    return { balanceAfter: BigInt(r.balance_after!) };
+  }
+
+  async refund(req: billingV1.RefundRequest): Promise<{ creditRefunded: bigint; balanceAfter: bigint }> {
+    need(req.requestId, 'request_id');
+    const r = ok(await this.#batcher.submit(req.accountId, { op: 'refund', request_id: req.requestId }));
+    return { creditRefunded: BigInt(r.credit_refunded!), balanceAfter: BigInt(r.balance_after!) };
+  }
+}

@@ -1,0 +1,87 @@
+import type { billingV1, MethodsOf, ServiceImpl } from '@gw/contracts';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { createAccount, getBalance, topUp } from '../domain/accounts.ts';
+import { createApiKey, listApiKeys, lookupApiKey, revokeApiKey } from '../domain/api-keys.ts';
+import { auditLedger } from '../domain/audit.ts';
+import { clearKeyLimit, setKeyLimit, type KeyLimitRow } from '../domain/key-limits.ts';
+import { checkRateLimit, setAccountRateLimit, type RateDefaults } from '../domain/rate-limit.ts';
+import { listReconciliations, resolveReconciliation } from '../domain/reconciliation.ts';
+import type { RequestMoney } from '../domain/requests.ts';
+import { getSwitches, setSwitch } from '../domain/switches.ts';
+import { usageOfKey } from '../domain/usage.ts';
+
+const ms = (d: Date | null | undefined): bigint => (d ? BigInt(new Date(d).getTime()) : 0n);
+const limits = (rows: KeyLimitRow[]) => rows.map((r) => ({ limitType: r.limit_type, period: r.period, value: BigInt(r.value) }));
+
+export interface BillingDeps {
+  orm: MikroORM;
+  money: RequestMoney;
+  rateDefaults: RateDefaults;
+  now: () => Date;
+}
+
+/** The BillingService rpcs. Each call works in its own forked EntityManager. */
+export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof billingV1.BillingService>> {
+  const em = () => deps.orm.em.fork();
+  return {
+    createAccount: async (req) => ({ accountId: await createAccount(em(), req.name) }),
+    topUp: async (req) => topUp(em(), req.accountId, req.credits, req.reference),
+    getWallet: async (req) => ({ balance: await getBalance(em(), req.accountId) }),
+    createApiKey: async (req) =>
+      createApiKey(em(), req.accountId, req.name, req.expiresAtUnixMs > 0n ? new Date(Number(req.expiresAtUnixMs)) : null),
+    revokeApiKey: async (req) => ({ revokedAtUnixMs: ms(await revokeApiKey(em(), req.keyId)) }),
+    listApiKeys: async (req) => ({
+      keys: (await listApiKeys(em(), req.accountId)).map((k) => ({
+        keyId: k.id,
+        accountId: k.accountId,
+        name: k.name,
+        prefix: k.prefix,
+        lastFour: k.lastFour,
+        createdAtUnixMs: ms(k.createdAt),
+        expiresAtUnixMs: ms(k.expiresAt),
+        revokedAtUnixMs: ms(k.revokedAt),
+      })),
+    }),
+    lookupApiKey: async (req) => {
+      const k = await lookupApiKey(em(), req.keyHash);
+      return { keyId: k.id, accountId: k.accountId, revokedAtUnixMs: ms(k.revokedAt), expiresAtUnixMs: ms(k.expiresAt) };
+    },
+    checkRateLimit: async (req) => {
+      await checkRateLimit(em(), req.accountId, deps.now().getTime(), deps.rateDefaults);
+      return {};
+    },
+    authorize: async (req) => deps.money.authorize(req),
+    settle: async (req) => deps.money.settle(req),
+    release: async (req) => deps.money.release(req),
+    refund: async (req) => deps.money.refund(req),
+    getSwitches: async () => getSwitches(em()),
+    setSwitch: async (req) => ({ switches: await setSwitch(em(), req.name, req.on) }),
+    setKeyLimit: async (req) => ({ limits: limits(await setKeyLimit(em(), req.keyId, req.limitType, req.period, req.value)) }),
+    clearKeyLimit: async (req) => ({ limits: limits(await clearKeyLimit(em(), req.keyId, req.limitType, req.period)) }),
+    setAccountRateLimit: async (req) =>
+      setAccountRateLimit(em(), req.accountId, req.perSecond, req.perMinute, deps.rateDefaults),
+    listReconciliations: async () => ({
+      items: (await listReconciliations(em())).map((r) => ({ keyId: r.key_id, requestId: r.request_id, markedAtUnixMs: ms(r.marked_at) })),
+    }),
+    resolveReconciliation: async (req) => resolveReconciliation(em(), req.keyId, req.chargeCredits, req.note),
+    getUsage: async (req) => ({
+      records: (await usageOfKey(em(), req.keyId, req.limit)).map((u) => ({
+        requestId: u.request_id,
+        model: u.model,
+        endpoint: u.endpoint,
+        inputTokens: BigInt(u.input_tokens),
+        outputTokens: BigInt(u.output_tokens),
+        units: BigInt(u.units),
+        credits: BigInt(u.credits),
+        createdAtUnixMs: ms(u.created_at),
+      })),
+    }),
+    auditLedger: async () => {
+      const r = await auditLedger(em());
+      return {
+        accounts: r.accounts,
+        problems: r.problems.map((p) => ({ accountId: p.accountId, balance: p.balance, ledgerSum: p.ledgerSum, reason: p.reason })),
+      };
+    },
+  };
+}

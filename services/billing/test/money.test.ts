@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { billingV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { getBalance } from '../src/domain/accounts.ts';
+import { setKeyLimit } from '../src/domain/key-limits.ts';
+import { resolveReconciliation } from '../src/domain/reconciliation.ts';
+import { RequestMoney } from '../src/domain/requests.ts';
+import { account, billingOrm, expectAuditClean } from './support.ts';
+
+const { IMAGE, MILLION_TOKENS, SECOND } = billingV1.BillingUnit;
+
+type AuthorizeInit = Partial<Pick<billingV1.AuthorizeRequest, 'endpoint' | 'unit' | 'pricePerUnit' | 'worstUnits' | 'text'>>;
+
+function authorizeReq(accountId: string, keyId: string, init: AuthorizeInit = {}) {
+  return create(billingV1.AuthorizeRequestSchema, {
+    requestId: randomUUID(),
+    accountId,
+    keyId,
+    endpoint: 'images/generations',
+    model: 'm',
+    unit: IMAGE,
+    pricePerUnit: 1n,
+    worstUnits: 1n,
+    ...init,
+  });
+}
+
+async function refusal(p: Promise<unknown>): Promise<GatewayError> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof GatewayError)) throw new Error(`expected a GatewayError, got ${String(err)}`);
+  return err;
+}
+
+describe('request money (holds, settlements, refunds) on real Postgres', () => {
+  let orm: MikroORM;
+  let money: RequestMoney;
+
+  beforeAll(async () => {
+    orm = await billingOrm();
+    money = new RequestMoney(orm);
+  });
+  afterEach(() => expectAuditClean(orm));
+  afterAll(() => orm?.close());
+
+  it('200 concurrent holds on a wallet funded for exactly 100: exactly 100 succeed, balance ends at 0', async () => {
+    const { accountId, keyId } = await account(orm, 100n);
+    // Two independent batchers stand for two billing replicas racing on the same wallet.
+    const replicas = [money, new RequestMoney(orm)];
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 200 }, (_, i) => replicas[i % 2]!.authorize(authorizeReq(accountId, keyId))),
+    );
+    const ok = outcomes.filter((o) => o.status === 'fulfilled');
+    const refused = outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason);
+    expect(ok).toHaveLength(100);
+    expect(refused).toHaveLength(100);
+    for (const r of refused) expect(r).toMatchObject({ code: 'insufficient_balance' });
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(0n);
+    const balances = ok.map((o) => (o as PromiseFulfilledResult<{ balanceAfter: bigint }>).value.balanceAfter);
+    expect(Math.min(...balances.map(Number))).toBe(0);
+    expect(new Set(balances).size).toBe(100); // every hold saw a distinct balance: no lost update
+  });
+
+  it('settles to the actual cost, releases in full, and a replay moves nothing', async () => {
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const a = authorizeReq(accountId, keyId, { unit: IMAGE, pricePerUnit: 100n, worstUnits: 4n });
+    expect(await money.authorize(a)).toEqual({ held: 400n, balanceAfter: 600n });
+    const settle = { requestId: a.requestId, accountId, unit: IMAGE, pricePerUnit: 100n, units: 1n };
+    const first = await money.settle(create(billingV1.SettleRequestSchema, settle));
+    expect(first).toEqual({ creditCharged: 100n, balanceAfter: 900n });
+    expect(await money.settle(create(billingV1.SettleRequestSchema, { ...settle, units: 4n }))).toEqual(first);
+    expect(await money.authorize(a)).toMatchObject({ held: 400n }); // replayed authorize holds nothing new
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(900n);
+
+    const b = authorizeReq(accountId, keyId, { unit: IMAGE, pricePerUnit: 100n, worstUnits: 2n });
+    await money.authorize(b);
+    expect(await money.release(create(billingV1.ReleaseRequestSchema, { requestId: b.requestId, accountId }))).toEqual({ balanceAfter: 900n });
+    expect(await money.release(create(billingV1.ReleaseRequestSchema, { requestId: b.requestId, accountId }))).toEqual({ balanceAfter: 900n });
+  });
+
+  it('refunds a settled charge exactly once, also when refunds race', async () => {
+    const { accountId, keyId } = await account(orm, 50_000n);
+    const a = authorizeReq(accountId, keyId, { endpoint: 'videos/generations', unit: SECOND, pricePerUnit: 5_000n, worstUnits: 8n });
+    await money.authorize(a);
+    await money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: SECOND, pricePerUnit: 5_000n, units: 8n }));
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(10_000n);
+    const refunds = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        (i % 2 ? money : new RequestMoney(orm)).refund(create(billingV1.RefundRequestSchema, { requestId: a.requestId, accountId })),
+      ),
+    );
+    for (const r of refunds) expect(r.creditRefunded).toBe(40_000n);
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(50_000n);
+  });
+
+  it('charges text at max(1, ceil(tokens × price / 1e6)) and refuses a settle that does not match its hold', async () => {
+    const { accountId, keyId } = await account(orm, 100n);
+    const a = authorizeReq(accountId, keyId, { endpoint: 'chat/completions', unit: MILLION_TOKENS, pricePerUnit: 15_000n, worstUnits: 5_000n, text: true });
+    expect((await money.authorize(a)).held).toBe(75n);
+    const wrongPrice = money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 1n, units: 10n }));
+    expect((await refusal(wrongPrice)).code).toBe('invalid_request');
+    const r = await money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 15_000n, units: 67n, inputTokens: 60n, outputTokens: 7n }));
+    expect(r).toEqual({ creditCharged: 2n, balanceAfter: 98n });
+  });
+});
+
+describe('per-key limits, windows and reconciliation', () => {
+  let orm: MikroORM;
+  let clock: Date;
+  let money: RequestMoney;
+
+  beforeAll(async () => {
+    orm = await billingOrm();
+    money = new RequestMoney(orm, () => clock);
+  });
+  afterEach(() => expectAuditClean(orm));
+  afterAll(() => orm?.close());
+
+  // 2026-03-31 23:30 in Asia/Ho_Chi_Minh (UTC+7) is 16:30 UTC.
+  const lateLastDayOfMonth = new Date('2026-03-31T16:30:00Z');
+  const nextDayNextMonth = new Date('2026-03-31T17:30:00Z'); // 00:30 on 1 April local time
+
+  async function settleImage(accountId: string, requestId: string, units = 1n) {
+    return money.settle(create(billingV1.SettleRequestSchema, { requestId, accountId, unit: IMAGE, pricePerUnit: 1n, units }));
+  }
+
+  it.each(['daily', 'monthly', 'lifetime'] as const)('requests limit, %s window, with rollover', async (period) => {
+    clock = lateLastDayOfMonth;
+    const { accountId, keyId } = await account(orm, 1_000n);
+    await setKeyLimit(orm.em.fork(), keyId, 'requests', period, 2n);
+    for (let i = 0; i < 2; i++) {
+      const a = authorizeReq(accountId, keyId);
+      await money.authorize(a);
+      await settleImage(accountId, a.requestId);
+    }
+    const third = await refusal(money.authorize(authorizeReq(accountId, keyId)));
+    expect(third.code).toBe('api_key_limit_exceeded');
+    expect(third.details).toEqual({ limit_type: 'requests', period });
+    clock = nextDayNextMonth; // a new local day and a new local month
+    const after = money.authorize(authorizeReq(accountId, keyId));
+    if (period === 'lifetime') expect((await refusal(after)).details).toEqual({ limit_type: 'requests', period });
+    else await expect(after).resolves.toMatchObject({ held: 1n });
+  });
+
+  it('spending limit counts open holds, so it never overshoots, and frees what a settle returns', async () => {
+    clock = lateLastDayOfMonth;
+    const { accountId, keyId } = await account(orm, 1_000n);
+    await setKeyLimit(orm.em.fork(), keyId, 'spending', 'daily', 10n);
+    const a = authorizeReq(accountId, keyId, { worstUnits: 8n });
+    await money.authorize(a);
+    const over = await refusal(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 3n })));
+    expect(over.details).toEqual({ limit_type: 'spending', period: 'daily' });
+    await settleImage(accountId, a.requestId, 2n); // 6 of the 8 held come back
+    await expect(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 8n }))).resolves.toMatchObject({ held: 8n });
+    const full = await refusal(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 1n })));
+    expect(full.code).toBe('api_key_limit_exceeded');
+  });
+
+  it('concurrent requests never overshoot a requests limit', async () => {
+    clock = lateLastDayOfMonth;
+    const { accountId, keyId } = await account(orm, 1_000n);
+    await setKeyLimit(orm.em.fork(), keyId, 'requests', 'monthly', 7n);
+    const outcomes = await Promise.allSettled(Array.from({ length: 40 }, () => money.authorize(authorizeReq(accountId, keyId))));
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(7);
+  });
+
+  it('token limit: measured from actual usage, exceeded by at most one request', async () => {
+    clock = lateLastDayOfMonth;
+    const { accountId, keyId } = await account(orm, 1_000_000n);
+    await setKeyLimit(orm.em.fork(), keyId, 'tokens', 'daily', 100n);
+    const text = (worst: bigint) =>
+      authorizeReq(accountId, keyId, { endpoint: 'chat/completions', unit: MILLION_TOKENS, pricePerUnit: 1_000n, worstUnits: worst, text: true });
+    const a = text(60n);
+    await money.authorize(a);
+    // In-flight worst cases are reserved: 0 + 60 < 100 admits `b`; then 60 + 50 >= 100 refuses more.
+    const b = text(50n);
+    await money.authorize(b);
+    expect((await refusal(money.authorize(text(10n)))).details).toEqual({ limit_type: 'tokens', period: 'daily' });
+    const settleText = (requestId: string, units: bigint) =>
+      money.settle(create(billingV1.SettleRequestSchema, { requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 1_000n, units }));
+    await settleText(a.requestId, 30n);
+    await settleText(b.requestId, 20n);
+    const c = text(500n); // 50 used < 100: allowed, although its own worst case is large
+    await money.authorize(c);
+    await settleText(c.requestId, 120n); // total 170: over by this one request only
+    expect((await refusal(money.authorize(text(1n)))).code).toBe('api_key_limit_exceeded');
+    // Token limits do not apply to image requests on the same key.
+    await expect(money.authorize(authorizeReq(accountId, keyId))).resolves.toMatchObject({ held: 1n });
+  });
+
+  it('a success without usage charges the minimum, blocks text on the key until resolved, and is in the ledger', async () => {
+    clock = lateLastDayOfMonth;
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const a = authorizeReq(accountId, keyId, { endpoint: 'chat/completions', unit: MILLION_TOKENS, pricePerUnit: 15_000n, worstUnits: 10_000n, text: true });
+    await money.authorize(a);
+    const settled = await money.settle(
+      create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 15_000n, units: 0n, reconcile: true }),
+    );
+    expect(settled).toEqual({ creditCharged: 1n, balanceAfter: 999n });
+    const blocked = await refusal(money.authorize(authorizeReq(accountId, keyId, { unit: MILLION_TOKENS, pricePerUnit: 1n, worstUnits: 1n, text: true })));
+    expect(blocked.code).toBe('api_key_quota_reconciliation_required');
+    await expect(money.authorize(authorizeReq(accountId, keyId))).resolves.toMatchObject({ held: 1n }); // images unaffected
+    const resolved = await resolveReconciliation(orm.em.fork(), keyId, 5n, 'provider invoice checked');
+    expect(resolved.resolved).toBe(1);
+    const entries = await orm.em.fork().execute<{ kind: string; amount: string }[]>(
+      "select kind, amount::text from ledger_entry where account_id = ? and kind = 'adjustment'",
+      [accountId],
+    );
+    expect(entries).toEqual([{ kind: 'adjustment', amount: '-5' }]);
+    await expect(money.authorize(authorizeReq(accountId, keyId, { unit: MILLION_TOKENS, pricePerUnit: 1n, worstUnits: 1n, text: true }))).resolves.toBeTruthy();
+  });
+});

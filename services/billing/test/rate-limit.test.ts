@@ -1,0 +1,51 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkRateLimit, setAccountRateLimit } from '../src/domain/rate-limit.ts';
+import { account, billingOrm } from './support.ts';
+
+const defaults = { perSecond: 5, perMinute: 8 };
+
+describe('per-account rate limits', () => {
+  let orm: MikroORM;
+  beforeAll(async () => {
+    orm = await billingOrm();
+  });
+  afterAll(() => orm?.close());
+
+  async function outcome(accountId: string, nowMs: number) {
+    return checkRateLimit(orm.em.fork(), accountId, nowMs, defaults).then(
+      () => 'ok',
+      (e: { code: string; details: Record<string, unknown> }) => ({ code: e.code, ...e.details }),
+    );
+  }
+
+  it('refuses past the per-second limit, then admits in the next second', async () => {
+    const { accountId } = await account(orm, 0n);
+    const t = 1_800_000_000_000; // whole second
+    const seen = await Promise.all(Array.from({ length: 7 }, () => outcome(accountId, t + 100)));
+    expect(seen.filter((s) => s === 'ok')).toHaveLength(5);
+    expect(seen.find((s) => s !== 'ok')).toEqual({ code: 'rate_limit_exceeded', limit_type: 'per_second', retry_after_seconds: 1 });
+    expect(await outcome(accountId, t + 1_100)).toBe('ok');
+  });
+
+  it('refuses past the per-minute limit with the seconds left in the minute', async () => {
+    const { accountId } = await account(orm, 0n);
+    const minute = 1_800_000_040_000 - (1_800_000_040_000 % 60_000);
+    for (let i = 0; i < 8; i++) expect(await outcome(accountId, minute + i * 1_000)).toBe('ok');
+    expect(await outcome(accountId, minute + 45_500)).toEqual({
+      code: 'rate_limit_exceeded',
+      limit_type: 'per_minute',
+      retry_after_seconds: 15,
+    });
+    expect(await outcome(accountId, minute + 60_000)).toBe('ok');
+  });
+
+  it('uses the account’s own limits when set, and the defaults again when cleared', async () => {
+    const { accountId } = await account(orm, 0n);
+    expect(await setAccountRateLimit(orm.em.fork(), accountId, 1, 100, defaults)).toEqual({ perSecond: 1, perMinute: 100 });
+    const t = 1_800_000_100_000;
+    expect(await outcome(accountId, t)).toBe('ok');
+    expect(await outcome(accountId, t + 10)).toMatchObject({ code: 'rate_limit_exceeded', limit_type: 'per_second' });
+    expect(await setAccountRateLimit(orm.em.fork(), accountId, 0, 0, defaults)).toEqual({ perSecond: 5, perMinute: 8 });
+  });
+});

@@ -1,0 +1,8 @@
+import { Migration001Initial } from './migration-001-initial.ts';
+import { Migration002RoutesAndSync } from './migration-002-routes-and-sync.ts';
+
+/** Applied in order; names are stored in the schema's migrations table. */
+export const catalogMigrations = [
+  { name: 'Migration001Initial', class: Migration001Initial },
+  { name: 'Migration002RoutesAndSync', class: Migration002RoutesAndSync },
+];

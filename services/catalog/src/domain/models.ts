@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { catalogV1, eventsV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import { enqueueEvent } from '@gw/service-kit';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Model, ModelRoute, Setting } from '../db/entities.ts';
+
+export const CATALOG_CHANGED_SUBJECT = 'catalog.model.changed';
+
+const KINDS = { TEXT: catalogV1.ModelKind.TEXT, IMAGE: catalogV1.ModelKind.IMAGE, VIDEO: catalogV1.ModelKind.VIDEO } as const;
+type KindName = keyof typeof KINDS;
+const KIND_BY_ENUM = new Map<number, KindName>(Object.entries(KINDS).map(([name, value]) => [value, name as KindName]));
+
+/** Endpoint paths a model may list (DECISIONS.md "Models"), by kind. */
+export const CAPABILITIES_BY_KIND: Record<KindName, readonly string[]> = {
+  TEXT: ['chat/completions', 'chat', 'messages', 'messages/count_tokens', 'responses'],
+  IMAGE: ['images/generations', 'images/edits'],
+  VIDEO: ['videos/generations'],
+};
+
+const SIZE = /^[1-9][0-9]{1,4}x[1-9][0-9]{1,4}$/;
+
+export function toProto(m: Model, routes: ModelRoute[]): catalogV1.Model {
+  return create(catalogV1.ModelSchema, {
+    id: m.id,
+    kind: KINDS[m.kind as KindName] ?? catalogV1.ModelKind.UNSPECIFIED,
+    capabilities: m.capabilities,
+    priceCreditPerUnit: m.price === null || m.price === undefined ? undefined : BigInt(m.price),
+    enabled: m.enabled,
+    provider: m.provider,
+    upstreamModel: m.upstreamModel,
+    routes: routes
+      .filter((r) => r.modelId === m.id)
+      .sort((a, b) => a.priority - b.priority || a.provider.localeCompare(b.provider))
+      .map((r) => ({ provider: r.provider, upstreamModel: r.upstreamModel, priority: r.priority, weight: r.weight })),
+    limits: {
+      maxOutputTokens: m.maxOutputTokens,
+      imageSizes: m.imageSizes,
+      videoFirstFrame: m.videoFirstFrame,
+      videoLastFrame: m.videoLastFrame,
+    },
+  });
+}
+
+/** Queues the event that makes every gateway reload its snapshot; same transaction as the change. */
+export function announceChange(em: EntityManager, modelId: string): void {
+  const event = create(eventsV1.CatalogChangedSchema, { eventId: randomUUID(), modelId });
+  enqueueEvent(em, { subject: CATALOG_CHANGED_SUBJECT, payload: toBinary(eventsV1.CatalogChangedSchema, event), msgId: event.eventId });
+}
+
+export async function isListingHidden(em: EntityManager): Promise<boolean> {
+  const s = await em.findOne(Setting, { name: 'listing_hidden' });
+  return s?.value === true;
+}
+
+export async function setListingHidden(em: EntityManager, hidden: boolean): Promise<boolean> {
+  await em.transactional(async (tx) => {
+    await tx.upsert(Setting, { name: 'listing_hidden', value: hidden, updatedAt: new Date() });
+    announceChange(tx, '');
+    await tx.flush();
+  });
+  return hidden;
+}
+
+export async function allModels(em: EntityManager): Promise<{ models: Model[]; routes: ModelRoute[] }> {
+  const models = await em.find(Model, {}, { orderBy: { id: 'asc' } });
+  const routes = await em.find(ModelRoute, {});
+  return { models, routes };
+}
+
+function validate(input: catalogV1.Model): KindName {
+  const kind = KIND_BY_ENUM.get(input.kind);
+  if (!kind) throw new GatewayError('invalid_request', 'A model needs a kind: TEXT, IMAGE or VIDEO.');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/.test(input.id)) {
+    throw new GatewayError('invalid_request', 'A model id is 1-128 letters, digits or . _ : / -');
+  }
+  const allowed = CAPABILITIES_BY_KIND[kind];
+  const bad = input.capabilities.find((c) => !allowed.includes(c));
+  if (bad !== undefined) throw new GatewayError('invalid_request', `Capability ${bad} does not fit a ${kind} model.`);
+  if (input.priceCreditPerUnit !== undefined && input.priceCreditPerUnit < 0n) {
+    throw new GatewayError('invalid_request', 'A price cannot be negative.');
+  }
+  const routes = input.routes.length > 0 ? input.routes : [{ provider: input.provider, upstreamModel: input.upstreamModel }];
+  if (routes.some((r) => r.provider === '' || r.upstreamModel === '')) {
+    throw new GatewayError('invalid_request', 'Every route needs a provider and the provider model name.');
+  }
+  const sizes = input.limits?.imageSizes ?? [];
+  if (sizes.some((s) => !SIZE.test(s))) throw new GatewayError('invalid_request', 'Image sizes have the form <width>x<height>.');
+  return kind;
+}
+
+/** Creates or replaces a model and its routes. */
+export async function upsertModel(em: EntityManager, input: catalogV1.Model): Promise<{ model: Model; routes: ModelRoute[] }> {
+  const kind = validate(input);
+  const routesIn =
+    input.routes.length > 0
+      ? input.routes
+      : [create(catalogV1.RouteSchema, { provider: input.provider, upstreamModel: input.upstreamModel, weight: 1 })];
+  return em.transactional(async (tx) => {
+    const first = routesIn[0]!;
+    const model = tx.create(
+      Model,
+      {
+        id: input.id,
+        kind,
+        capabilities: input.capabilities.length > 0 ? input.capabilities : [...CAPABILITIES_BY_KIND[kind]],
+        price: input.priceCreditPerUnit ?? null,
+        enabled: input.enabled,
+        provider: first.provider,
+        upstreamModel: first.upstreamModel,
+        maxOutputTokens: input.limits?.maxOutputTokens || 4096,
+        imageSizes: input.limits?.imageSizes ?? [],
+        videoFirstFrame: input.limits?.videoFirstFrame ?? false,
+        videoLastFrame: input.limits?.videoLastFrame ?? false,
+        updatedAt: new Date(),
+      },
+      { persist: false },
+    );
+    await tx.upsert(Model, model);
+    await tx.nativeDelete(ModelRoute, { modelId: input.id });
+    const routes = routesIn.map((r) =>
+      tx.create(ModelRoute, { modelId: input.id, provider: r.provider, upstreamModel: r.upstreamModel, priority: r.priority, weight: r.weight || 1 }),
+    );
+    announceChange(tx, input.id);
+    await tx.flush();
+    return { model, routes };
+  });
+}
+
+async function changeModel(em: EntityManager, id: string, change: (m: Model) => void): Promise<{ model: Model; routes: ModelRoute[] }> {
+  return em.transactional(async (tx) => {
+    const model = await tx.findOne(Model, { id });
+    if (!model) throw new GatewayError('unknown_model', `No model ${id}.`);
+    change(model);
+    model.updatedAt = new Date();
+    announceChange(tx, id);
+    await tx.flush();
+    return { model, routes: await tx.find(ModelRoute, { modelId: id }) };
+  });
+}
+
+export function setPrice(em: EntityManager, id: string, price: bigint | undefined) {
+  if (price !== undefined && price < 0n) throw new GatewayError('invalid_request', 'A price cannot be negative.');
+  return changeModel(em, id, (m) => {
+    m.price = price ?? null;
+  });
+}
+
+export function setEnabled(em: EntityManager, id: string, enabled: boolean) {
+  return changeModel(em, id, (m) => {
+    m.enabled = enabled;
+  });
+}

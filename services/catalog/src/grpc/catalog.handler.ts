@@ -1,0 +1,65 @@
+import type { catalogV1, MethodsOf, ServiceImpl } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { ProviderSync } from '../db/entities.ts';
+import { allModels, isListingHidden, setEnabled, setListingHidden, setPrice, toProto, upsertModel } from '../domain/models.ts';
+import type { ModelLister } from '../domain/provider-sync.ts';
+import { syncProviders } from '../domain/provider-sync.ts';
+
+export interface CatalogDeps {
+  orm: MikroORM;
+  providers: ModelLister[];
+  maxSyncAgeMs: number;
+  syncTimeoutMs: number;
+  now: () => Date;
+}
+
+const ms = (d: Date | null | undefined) => (d ? BigInt(new Date(d).getTime()) : 0n);
+const syncProto = (s: ProviderSync) => ({
+  provider: s.provider,
+  lastSuccessUnixMs: ms(s.lastSuccessAt),
+  servedModels: s.servedModels,
+  lastAttemptUnixMs: ms(s.lastAttemptAt),
+  lastError: s.lastError ?? '',
+});
+
+/** The CatalogService rpcs. Each call works in its own forked EntityManager. */
+export function catalogHandler(deps: CatalogDeps): ServiceImpl<MethodsOf<typeof catalogV1.CatalogService>> {
+  const em = () => deps.orm.em.fork();
+  return {
+    listModels: async (req) => {
+      const e = em();
+      const { models, routes } = await allModels(e);
+      const listed = req.listableOnly ? models.filter((m) => m.enabled && m.price !== null) : models;
+      return { models: listed.map((m) => toProto(m, routes)), listingHidden: await isListingHidden(e) };
+    },
+    upsertModel: async (req) => {
+      if (!req.model) throw new GatewayError('invalid_request', 'model is required');
+      const { model, routes } = await upsertModel(em(), req.model);
+      return { model: toProto(model, routes) };
+    },
+    setPrice: async (req) => {
+      const { model, routes } = await setPrice(em(), req.modelId, req.priceCreditPerUnit);
+      return { model: toProto(model, routes) };
+    },
+    setEnabled: async (req) => {
+      const { model, routes } = await setEnabled(em(), req.modelId, req.enabled);
+      return { model: toProto(model, routes) };
+    },
+    setListingHidden: async (req) => ({ hidden: await setListingHidden(em(), req.hidden) }),
+    syncProviders: async () => ({
+      providers: (await syncProviders(em(), deps.providers, deps.now, deps.syncTimeoutMs)).map(syncProto),
+    }),
+    getSnapshot: async () => {
+      const e = em();
+      const { models, routes } = await allModels(e);
+      const syncs = await e.find(ProviderSync, {});
+      return {
+        models: models.map((m) => toProto(m, routes)),
+        providers: syncs.map(syncProto),
+        listingHidden: await isListingHidden(e),
+        maxSyncAgeMs: BigInt(deps.maxSyncAgeMs),
+      };
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import type { billingV1, catalogV1, MethodsOf, ServiceClient } from '@gw/contracts';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { authenticate } from './auth/authenticate.ts';
+import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
+import { registerErrorHandling } from './plugins/error-handler.ts';
+import { modelsRoutes } from './protocols/models.route.ts';
+import type { CatalogCache } from './state/catalog-cache.ts';
+import type { SwitchState } from './state/switches.ts';
+
+export interface GatewayDeps {
+  billing: ServiceClient<MethodsOf<typeof billingV1.BillingService>>;
+  catalog: ServiceClient<MethodsOf<typeof catalogV1.CatalogService>>;
+  keys: KeyCache;
+  switches: SwitchState;
+  catalogCache: CatalogCache;
+  logger: FastifyBaseLogger;
+  basePath: string;
+  /** Readiness: false before start-up completes and from the first moment of shutdown. */
+  isReady: () => boolean;
+  now?: () => number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated key; set by the auth hook on every route below the base path. */
+    apiKey: KeyRecord;
+  }
+}
+
+/** Largest JSON body accepted by default; media routes raise it for their base64 images. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+/** Builds the public HTTP app. `main.ts` owns listening, telemetry and shutdown. */
+export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
+  const now = deps.now ?? Date.now;
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    disableRequestLogging: true,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    requestIdHeader: false,
+    // Keep a caller's well-formed id so their logs and ours meet; otherwise make one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+  });
+  app.decorateRequest('apiKey', null as unknown as KeyRecord);
+  registerErrorHandling(app, DEFAULT_BODY_LIMIT);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        account: request.apiKey?.accountId,
+      },
+      'request',
+    );
+  });
+
+  // Liveness and readiness sit outside the authenticated API.
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) =>
+    deps.isReady() ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' }),
+  );
+
+  await app.register(
+    async (api) => {
+      // Order of checks (DECISIONS.md): auth, then the account rate limit, before anything else.
+      api.addHook('onRequest', async (request) => {
+        request.apiKey = await authenticate(request.headers.authorization, deps.keys, now());
+        await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
+      });
+      await api.register(modelsRoutes, deps);
+    },
+    { prefix: deps.basePath },
+  );
+  return app;
+}

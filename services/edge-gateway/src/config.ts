@@ -1,0 +1,31 @@
+import { loadConfig } from '@gw/service-kit';
+import { z } from 'zod';
+
+const schema = z.object({
+  GATEWAY_HOST: z.string().default('127.0.0.1'),
+  GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** Public base path; `content_url` and every route live below it (DECISIONS.md). */
+  PUBLIC_BASE_PATH: z
+    .string()
+    .regex(/^\/[A-Za-z0-9/_-]*[^/]$/, 'must start with / and not end with /')
+    .default('/v1'),
+  BILLING_ADDR: z.string().min(1),
+  CATALOG_ADDR: z.string().min(1),
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  /** How long a key lookup is trusted without a revocation event (safety net for missed events). */
+  KEY_CACHE_TTL_MS: z.coerce.number().int().positive().default(60_000),
+  /** Safety-net reload of switches and the catalog snapshot, should an event be missed. */
+  STATE_REFRESH_MS: z.coerce.number().int().positive().default(5_000),
+  /** Written with the base URL once listening (used by the launcher and tests). */
+  READY_FILE: z.string().optional(),
+  LOG_LEVEL: z.string().default('info'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  METRICS_PORT: z.coerce.number().int().optional(),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(25_000),
+});
+
+export type GatewayConfig = z.infer<typeof schema>;
+
+export function gatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  return loadConfig(schema, env);
+}

@@ -1,0 +1,84 @@
+import { fromBinary } from '@bufbuild/protobuf';
+import { billingV1, catalogV1, createClient, eventsV1 } from '@gw/contracts';
+import { connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast } from '@gw/service-kit';
+import { buildApp } from './app.ts';
+import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
+import { gatewayConfig } from './config.ts';
+import { CatalogCache } from './state/catalog-cache.ts';
+import { coalescedReload } from './state/reloader.ts';
+import { SwitchState } from './state/switches.ts';
+
+const config = gatewayConfig();
+const telemetry = startTelemetry({
+  serviceName: 'edge-gateway',
+  otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+  metricsPort: config.METRICS_PORT,
+});
+const logger = createLogger('edge-gateway', config.LOG_LEVEL);
+
+const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
+const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
+const keys = new KeyCache(async (hash) => toKeyRecord(await billing.lookupApiKey({ keyHash: hash })), {
+  ttlMs: config.KEY_CACHE_TTL_MS,
+});
+const switches = new SwitchState();
+const catalogCache = new CatalogCache();
+const warn = (what: string) => (err: unknown) => logger.warn({ err }, `${what} failed`);
+const reloadSwitches = coalescedReload(async () => switches.set(await billing.getSwitches({})), warn('switch reload'));
+const reloadCatalog = coalescedReload(async () => catalogCache.replace(await catalog.getSnapshot({})), warn('catalog reload'));
+await Promise.all([reloadSwitches(), reloadCatalog()]);
+
+// Revocations, switch and catalog changes reach every replica as broadcast events. Events missed
+// while disconnected are covered by dropping the key cache and reloading on reconnect, and by a
+// periodic reload as a safety net.
+const nats = await connectNats(config.NATS_URL, 'edge-gateway', {
+  onReconnect: () => {
+    keys.clear();
+    void reloadSwitches();
+    void reloadCatalog();
+  },
+});
+const subscriptions = [
+  subscribeBroadcast(nats, 'billing.key.revoked', (data) => keys.drop(fromBinary(eventsV1.ApiKeyRevokedSchema, data).keyHash)),
+  subscribeBroadcast(nats, 'billing.switch.changed', (data) => switches.set(fromBinary(eventsV1.SwitchesChangedSchema, data))),
+  subscribeBroadcast(nats, 'catalog.model.changed', () => void reloadCatalog()),
+];
+const safetyNet = setInterval(() => {
+  void reloadSwitches();
+  void reloadCatalog();
+}, config.STATE_REFRESH_MS);
+safetyNet.unref();
+
+let ready = false;
+const app = await buildApp({
+  billing,
+  catalog,
+  keys,
+  switches,
+  catalogCache,
+  logger,
+  basePath: config.PUBLIC_BASE_PATH,
+  isReady: () => ready && catalogCache.loaded,
+});
+const address = await app.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
+ready = true;
+const baseUrl = `${address.replace('[::1]', '127.0.0.1')}${config.PUBLIC_BASE_PATH}`;
+logger.info({ url: baseUrl }, 'edge-gateway listening');
+if (config.READY_FILE) (await import('node:fs')).writeFileSync(config.READY_FILE, baseUrl);
+
+onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
+  async () => {
+    ready = false; // readiness drops first so load balancers stop sending
+  },
+  () => app.close(),
+  async () => {
+    clearInterval(safetyNet);
+    for (const s of subscriptions) s.unsubscribe();
+    await nats.drain();
+  },
+  async () => {
+    billing.close();
+    catalog.close();
+  },
+  () => telemetry.shutdown(),
+]);

@@ -1,0 +1,47 @@
+import { GatewayError, shouldRetry } from '@gw/errors';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+
+/** Sends a domain error in the spec's shape with the headers SDK clients act on. */
+export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply {
+  if (!shouldRetry(err.code)) reply.header('x-should-retry', 'false');
+  if (err.details.retry_after_seconds !== undefined) reply.header('retry-after', String(err.details.retry_after_seconds));
+  return reply.code(err.httpStatus).type('application/json').send(err.toBody());
+}
+
+/** Fastify's own client errors (bad JSON, too large, wrong content type, schema) as `invalid_request`. */
+function clientError(err: FastifyError, bodyLimit: number): GatewayError | null {
+  if (err.validation) return new GatewayError('invalid_request', `Invalid request: ${err.message}`);
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new GatewayError('invalid_request', `The request body is larger than ${bodyLimit} bytes.`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new GatewayError('invalid_request', 'The request body must be JSON (Content-Type: application/json).');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new GatewayError('invalid_request', 'The request body is empty; a JSON object is required.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new GatewayError('invalid_request', 'The request body is not valid JSON.');
+  }
+  if (err instanceof SyntaxError) return new GatewayError('invalid_request', 'The request body is not valid JSON.');
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new GatewayError('invalid_request', 'The request could not be read.');
+  }
+  return null;
+}
+
+/**
+ * Every failure leaves in the spec's `{error:{code,message}}` shape with a code from its closed
+ * set: domain errors as they are, client errors as `invalid_request`, unknown routes as
+ * `not_found`, and anything unexpected as `upstream_error` with its cause only in the log.
+ */
+export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof GatewayError) return sendError(reply, err);
+    const asClient = clientError(err, bodyLimit);
+    if (asClient) return sendError(reply, asClient);
+    request.log.error({ err }, 'request failed unexpectedly');
+    return sendError(reply, new GatewayError('upstream_error', 'The request could not be completed. It was not charged.'));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new GatewayError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+}

@@ -1,0 +1,7 @@
+import type { FastifyInstance } from 'fastify';
+import type { GatewayDeps } from '../app.ts';
+
+/** GET /models: free; not a generation request, so maintenance does not block it. */
+export async function modelsRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  app.get('/models', async () => ({ data: deps.catalogCache.listing() }));
+}

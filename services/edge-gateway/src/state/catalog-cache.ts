@@ -1,0 +1,136 @@
+import { billingV1, catalogV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+
+/** A route the request may use now: its provider's listing is fresh and serves the model. */
+export interface LiveRoute {
+  provider: string;
+  upstreamModel: string;
+  priority: number;
+  weight: number;
+}
+
+/** What a generation request needs to know about its model. */
+export interface ResolvedModel {
+  id: string;
+  kind: 'TEXT' | 'IMAGE' | 'VIDEO';
+  unit: billingV1.BillingUnit;
+  price: bigint;
+  routes: LiveRoute[];
+  limits: { maxOutputTokens: number; imageSizes: string[]; videoFirstFrame: boolean; videoLastFrame: boolean };
+}
+
+const KIND = {
+  [catalogV1.ModelKind.TEXT]: { kind: 'TEXT', unit: billingV1.BillingUnit.MILLION_TOKENS, billing_unit: 'million_tokens' },
+  [catalogV1.ModelKind.IMAGE]: { kind: 'IMAGE', unit: billingV1.BillingUnit.IMAGE, billing_unit: 'image' },
+  [catalogV1.ModelKind.VIDEO]: { kind: 'VIDEO', unit: billingV1.BillingUnit.SECOND, billing_unit: 'second' },
+} as const;
+
+function routesOf(m: catalogV1.Model): catalogV1.Route[] {
+  return m.routes.length > 0 ? m.routes : [{ provider: m.provider, upstreamModel: m.upstreamModel, priority: 0, weight: 1 } as catalogV1.Route];
+}
+
+/**
+ * The catalog as this gateway replica knows it: a snapshot from `catalog`, replaced whenever a
+ * `catalog.model.changed` event arrives. Resolution and listing are pure reads of memory, so a
+ * request costs no catalog round trip. Staleness is judged here, from the sync times in the
+ * snapshot and this replica's clock.
+ */
+export class CatalogCache {
+  #snapshot: catalogV1.GetSnapshotResponse | null = null;
+  #models = new Map<string, catalogV1.Model>();
+  #syncs = new Map<string, catalogV1.ProviderSync>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  get loaded(): boolean {
+    return this.#snapshot !== null;
+  }
+
+  replace(snapshot: catalogV1.GetSnapshotResponse): void {
+    this.#snapshot = snapshot;
+    this.#models = new Map(snapshot.models.map((m) => [m.id, m]));
+    this.#syncs = new Map(snapshot.providers.map((p) => [p.provider, p]));
+  }
+
+  #fresh(provider: string): catalogV1.ProviderSync | null {
+    const sync = this.#syncs.get(provider);
+    if (!sync || sync.lastSuccessUnixMs === 0n || !this.#snapshot) return null;
+    return this.#now() - Number(sync.lastSuccessUnixMs) <= Number(this.#snapshot.maxSyncAgeMs) ? sync : null;
+  }
+
+  /** Routes that are fresh and served now; `stale` when no route has fresh evidence at all. */
+  #live(m: catalogV1.Model): { routes: LiveRoute[]; stale: boolean } {
+    const routes: LiveRoute[] = [];
+    let anyFresh = false;
+    for (const r of routesOf(m)) {
+      const sync = this.#fresh(r.provider);
+      if (!sync) continue;
+      anyFresh = true;
+      if (sync.servedModels.includes(r.upstreamModel)) {
+        routes.push({ provider: r.provider, upstreamModel: r.upstreamModel, priority: r.priority, weight: r.weight || 1 });
+      }
+    }
+    return { routes, stale: !anyFresh };
+  }
+
+  /**
+   * Resolves (model, endpoint) to a route set or exactly one error, in the order of DECISIONS.md
+   * step 5. On `POST /chat` a disabled model is `unknown_model` (spec 4.3).
+   */
+  resolve(modelId: string, endpoint: string): ResolvedModel {
+    const m = this.#models.get(modelId);
+    const kind = m ? KIND[m.kind as keyof typeof KIND] : undefined;
+    if (!m || !kind) throw new GatewayError('unknown_model', `The model ${JSON.stringify(modelId)} does not exist.`);
+    if (!m.capabilities.includes(endpoint)) {
+      throw new GatewayError('capability_not_supported', `The model ${modelId} cannot be used with /${endpoint}.`);
+    }
+    if (!m.enabled) {
+      if (endpoint === 'chat') throw new GatewayError('unknown_model', `The model ${JSON.stringify(modelId)} does not exist.`);
+      throw new GatewayError('model_disabled', `The model ${modelId} is disabled.`);
+    }
+    if (m.priceCreditPerUnit === undefined) {
+      throw new GatewayError('pricing_not_configured', `The model ${modelId} has no price configured yet.`);
+    }
+    const live = this.#live(m);
+    if (live.stale) {
+      throw new GatewayError('provider_catalog_stale', `There is no recent evidence that ${modelId} is served. Retry in a few minutes.`);
+    }
+    if (live.routes.length === 0) {
+      throw new GatewayError('model_temporarily_unavailable', `The model ${modelId} is temporarily unavailable. Nothing was charged.`);
+    }
+    return {
+      id: m.id,
+      kind: kind.kind,
+      unit: kind.unit,
+      price: m.priceCreditPerUnit,
+      routes: live.routes,
+      limits: {
+        maxOutputTokens: m.limits?.maxOutputTokens ?? 4096,
+        imageSizes: m.limits?.imageSizes ?? [],
+        videoFirstFrame: m.limits?.videoFirstFrame ?? false,
+        videoLastFrame: m.limits?.videoLastFrame ?? false,
+      },
+    };
+  }
+
+  /** Spec 4.1: enabled, priced and currently served models; 503 when the listing is hidden. */
+  listing() {
+    if (!this.#snapshot) throw new GatewayError('upstream_error', 'The model catalog is not loaded yet.');
+    if (this.#snapshot.listingHidden) throw new GatewayError('model_catalog_disabled', 'The model listing is currently hidden.');
+    return this.#snapshot.models
+      .filter((m) => m.enabled && m.priceCreditPerUnit !== undefined && m.kind in KIND && this.#live(m).routes.length > 0)
+      .map((m) => {
+        const k = KIND[m.kind as keyof typeof KIND];
+        return {
+          id: m.id,
+          kind: k.kind,
+          capabilities: m.capabilities,
+          price_credit_per_unit: Number(m.priceCreditPerUnit),
+          billing_unit: k.billing_unit,
+        };
+      });
+  }
+}

@@ -1,0 +1,135 @@
+import { generateApiKey } from '@gw/api-keys';
+import { catalogV1, createClient } from '@gw/contracts';
+import { Client } from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+// The first path through the whole system: an API key authenticated by `billing` (gRPC, own
+// schema), the listing read from `catalog` (gRPC, own schema), real processes, real Postgres/NATS.
+describe('GET /v1/models through the whole system', () => {
+  let system: RunningSystem;
+  let apiKey: string;
+  let keyId: string;
+
+  const get = (path: string, headers: Record<string, string> = {}) => fetch(`${system.baseUrl}${path}`, { headers });
+
+  beforeAll(async () => {
+    system = await startTestSystem();
+    const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    const { TEXT } = catalogV1.ModelKind;
+    await catalog.upsertModel({ model: { id: 'disabled-model', kind: TEXT, priceCreditPerUnit: 10n, enabled: false, provider: 'openai', upstreamModel: 'gpt-sim-mini' } });
+    await catalog.upsertModel({ model: { id: 'unpriced-model', kind: TEXT, enabled: true, provider: 'openai', upstreamModel: 'gpt-sim-mini' } });
+    catalog.close();
+    ({ apiKey, keyId } = await fundedAccount(system, 1000));
+  }, 120_000);
+  afterAll(() => system?.stop());
+
+  it('lists exactly the enabled, priced models in the spec 2.1 shape', async () => {
+    const res = await get('/models', bearer(apiKey));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toMatch(/.{8,}/);
+    const body = (await res.json()) as { data: Array<Record<string, unknown>> };
+    expect(body.data.map((m) => m.id).sort()).toEqual(DEMO_MODELS.map((m) => m.id).sort());
+    expect(body.data.find((m) => m.id === 'gpt-sim-mini')).toEqual({
+      id: 'gpt-sim-mini',
+      kind: 'TEXT',
+      capabilities: ['chat/completions', 'chat', 'messages', 'messages/count_tokens', 'responses'],
+      price_credit_per_unit: 15000,
+      billing_unit: 'million_tokens',
+    });
+    expect(body.data.find((m) => m.id === 'gpt-sim-image')).toMatchObject({ kind: 'IMAGE', billing_unit: 'image' });
+    expect(body.data.find((m) => m.id === 'veo-sim')).toMatchObject({ kind: 'VIDEO', billing_unit: 'second' });
+  });
+
+  it.each([
+    ['no header', {}],
+    ['not Bearer', { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }],
+    ['Bearer without a key', { authorization: 'Bearer ' }],
+    ['a token without our prefix', { authorization: 'Bearer sk-not-ours-1234567890' }],
+  ])('answers 401 auth_missing_or_malformed for %s', async (_name, headers) => {
+    const res = await get('/models', headers as Record<string, string>);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ error: { code: 'auth_missing_or_malformed', message: expect.any(String) } });
+  });
+
+  it('answers 401 auth_invalid for a mistyped key and for an unknown well-formed key', async () => {
+    const typo = `${apiKey.slice(0, 10)}${apiKey[10] === 'a' ? 'b' : 'a'}${apiKey.slice(11)}`;
+    for (const key of [typo, generateApiKey()]) {
+      const res = await get('/models', bearer(key));
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('auth_invalid');
+    }
+  });
+
+  it('answers 401 auth_revoked at once after revocation, although the key was cached', async () => {
+    const { apiKey: key, keyId: id } = await fundedAccount(system, 10);
+    expect((await get('/models', bearer(key))).status).toBe(200);
+    const revoked = await admin(system, 'key', 'revoke', id);
+    expect(revoked.key_id).toBe(id);
+    const deadline = Date.now() + 1000;
+    let code = '';
+    while (Date.now() < deadline) {
+      const res = await get('/models', bearer(key));
+      if (res.status === 401) {
+        code = ((await res.json()) as { error: { code: string } }).error.code;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(code).toBe('auth_revoked');
+  });
+
+  it('answers 401 auth_expired once the expiry passes', async () => {
+    const { account_id } = (await admin(system, 'account', 'create', '--name', 'expiry')) as { account_id: string };
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const { api_key } = (await admin(system, 'key', 'create', '--account', account_id, '--expires-at', expiresAt)) as { api_key: string };
+    expect((await get('/models', bearer(api_key))).status).toBe(200);
+    await new Promise((r) => setTimeout(r, Date.parse(expiresAt) - Date.now() + 50));
+    const res = await get('/models', bearer(api_key));
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('auth_expired');
+  });
+
+  it('answers unknown routes in the error shape', async () => {
+    const res = await get('/nope', bearer(apiKey));
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+  });
+
+  it('keeps no key plaintext anywhere in the database', async () => {
+    const client = new Client({ connectionString: inject('databaseUrl') });
+    await client.connect();
+    try {
+      const tables = await client.query<{ s: string; t: string }>(
+        `select table_schema as s, table_name as t from information_schema.tables
+         where table_schema not in ('pg_catalog', 'information_schema') and table_type = 'BASE TABLE'`,
+      );
+      expect(tables.rows.some((r) => r.s === 'billing' && r.t === 'api_key')).toBe(true);
+      let rowsSeen = 0;
+      for (const { s, t } of tables.rows) {
+        const rows = await client.query<{ j: string }>(`select row_to_json(x)::text as j from "${s}"."${t}" x`);
+        rowsSeen += rows.rowCount ?? 0;
+        for (const { j } of rows.rows) {
+          expect(j).not.toContain(apiKey);
+          expect(j).not.toContain(apiKey.slice(4, 36));
+        }
+      }
+      expect(rowsSeen).toBeGreaterThan(0);
+      const keys = await client.query('select count(*)::int as n from billing.api_key where id = $1', [keyId]);
+      expect(keys.rows[0].n).toBe(1);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('lets the operator CLI list models and read a wallet', async () => {
+    const listed = (await admin(system, 'models', 'list')) as { models: Array<{ id: string; enabled: boolean }> };
+    expect(listed.models.find((m) => m.id === 'disabled-model')?.enabled).toBe(false);
+    expect(listed.models.some((m) => m.id === 'unpriced-model')).toBe(true);
+  });
+});

@@ -1,0 +1,37 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { inject } from 'vitest';
+import { ROOT, startSystem, type RunningSystem, type SystemOptions } from '../../scripts/system.ts';
+
+const run = promisify(execFile);
+
+/** Starts the whole system as processes on free ports, in this run's own database. */
+export async function startTestSystem(extra: Partial<SystemOptions> = {}): Promise<RunningSystem> {
+  return startSystem({
+    databaseUrl: inject('databaseUrl'),
+    natsUrl: inject('natsUrl'),
+    gatewayPort: 0,
+    internalPorts: 'random',
+    logs: mkdtempSync(join(tmpdir(), 'gw-logs-')),
+    ...extra,
+  });
+}
+
+/** Runs `pnpm admin <args> --json` against the system and parses its one JSON object. */
+export async function admin(system: RunningSystem, ...args: string[]): Promise<Record<string, unknown>> {
+  const { stdout } = await run(process.execPath, [join(ROOT, 'packages/admin-cli/src/main.ts'), ...args, '--json'], {
+    env: { ...process.env, BILLING_ADDR: system.billingAddr, CATALOG_ADDR: system.catalogAddr },
+  });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+/** A funded account with one key, made through the operator CLI as an operator would. */
+export async function fundedAccount(system: RunningSystem, credits: number): Promise<{ accountId: string; keyId: string; apiKey: string }> {
+  const { account_id } = (await admin(system, 'account', 'create', '--name', `acct-${Date.now()}`)) as { account_id: string };
+  await admin(system, 'wallet', 'top-up', '--account', account_id, '--credits', String(credits), '--reference', `seed-${account_id}`);
+  const key = (await admin(system, 'key', 'create', '--account', account_id)) as { key_id: string; api_key: string };
+  return { accountId: account_id, keyId: key.key_id, apiKey: key.api_key };
+}
