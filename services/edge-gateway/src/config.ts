@@ -1,7 +1,8 @@
-import { loadConfig } from '@gw/service-kit';
+import { commonEnv, loadConfig } from '@gw/service-kit';
 import { z } from 'zod';
 
 const schema = z.object({
+  ...commonEnv,
   GATEWAY_HOST: z.string().default('127.0.0.1'),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Public base path; `content_url` and every route live below it (DECISIONS.md). */
@@ -11,17 +12,10 @@ const schema = z.object({
     .default('/v1'),
   BILLING_ADDR: z.string().min(1),
   CATALOG_ADDR: z.string().min(1),
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   /** How long a key lookup is trusted without a revocation event (safety net for missed events). */
   KEY_CACHE_TTL_MS: z.coerce.number().int().positive().default(60_000),
   /** Safety-net reload of switches and the catalog snapshot, should an event be missed. */
   STATE_REFRESH_MS: z.coerce.number().int().positive().default(5_000),
-  /** Written with the base URL once listening (used by the launcher and tests). */
-  READY_FILE: z.string().optional(),
-  LOG_LEVEL: z.string().default('info'),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
-  METRICS_PORT: z.coerce.number().int().optional(),
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(25_000),
 });
 
 export type GatewayConfig = z.infer<typeof schema>;

@@ -1,6 +1,6 @@
 import { fromBinary } from '@bufbuild/protobuf';
 import { billingV1, catalogV1, createClient, eventsV1 } from '@gw/contracts';
-import { connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast } from '@gw/service-kit';
+import { connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
 import { gatewayConfig } from './config.ts';
@@ -32,16 +32,18 @@ await Promise.all([reloadSwitches(), reloadCatalog()]);
 // while disconnected are covered by dropping the key cache and reloading on reconnect, and by a
 // periodic reload as a safety net.
 const nats = await connectNats(config.NATS_URL, 'edge-gateway', {
+  logger,
   onReconnect: () => {
     keys.clear();
     void reloadSwitches();
     void reloadCatalog();
   },
 });
+const ns = config.EVENTS_NAMESPACE;
 const subscriptions = [
-  subscribeBroadcast(nats, 'billing.key.revoked', (data) => keys.drop(fromBinary(eventsV1.ApiKeyRevokedSchema, data).keyHash)),
-  subscribeBroadcast(nats, 'billing.switch.changed', (data) => switches.set(fromBinary(eventsV1.SwitchesChangedSchema, data))),
-  subscribeBroadcast(nats, 'catalog.model.changed', () => void reloadCatalog()),
+  subscribeBroadcast(nats, ns, 'billing.key.revoked', (data) => keys.drop(fromBinary(eventsV1.ApiKeyRevokedSchema, data).keyHash), logger),
+  subscribeBroadcast(nats, ns, 'billing.switch.changed', (data) => switches.set(fromBinary(eventsV1.SwitchesChangedSchema, data)), logger),
+  subscribeBroadcast(nats, ns, 'catalog.model.changed', () => void reloadCatalog(), logger),
 ];
 const safetyNet = setInterval(() => {
   void reloadSwitches();
@@ -64,7 +66,7 @@ const address = await app.listen({ host: config.GATEWAY_HOST, port: config.GATEW
 ready = true;
 const baseUrl = `${address.replace('[::1]', '127.0.0.1')}${config.PUBLIC_BASE_PATH}`;
 logger.info({ url: baseUrl }, 'edge-gateway listening');
-if (config.READY_FILE) (await import('node:fs')).writeFileSync(config.READY_FILE, baseUrl);
+writeReadyFile(config.READY_FILE, baseUrl);
 
 onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
   async () => {

@@ -1,4 +1,4 @@
-import { create } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { catalogV1 } from '@gw/contracts';
 import { describe, expect, it } from 'vitest';
 import { CatalogCache } from '../src/state/catalog-cache.ts';
@@ -8,7 +8,7 @@ const MAX_AGE = 600_000;
 const { TEXT, IMAGE } = catalogV1.ModelKind;
 const TEXT_CAPS = ['chat/completions', 'chat', 'messages', 'messages/count_tokens', 'responses'];
 
-function model(id: string, init: Partial<catalogV1.Model> = {}) {
+function model(id: string, init: Partial<MessageInitShape<typeof catalogV1.ModelSchema>> = {}) {
   return create(catalogV1.ModelSchema, {
     id,
     kind: TEXT,

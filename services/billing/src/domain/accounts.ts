@@ -7,9 +7,13 @@ import { isUniqueViolation } from '../db/pg-errors.ts';
 export async function createAccount(em: EntityManager, name: string): Promise<string> {
   if (name.trim() === '') throw new GatewayError('invalid_request', 'An account needs a name.');
   const id = randomUUID();
-  em.create(Account, { id, name });
-  em.create(Wallet, { accountId: id, balance: 0n, updatedAt: new Date() });
-  await em.flush();
+  // The wallet references the account, so the account row must be written first.
+  await em.transactional(async (tx) => {
+    tx.create(Account, { id, name });
+    await tx.flush();
+    tx.create(Wallet, { accountId: id, balance: 0n, updatedAt: new Date() });
+    await tx.flush();
+  });
   return id;
 }
 

@@ -1,0 +1,95 @@
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Logger } from 'pino';
+import { ensureStreamFor } from './nats.ts';
+import { qualify } from './subjects.ts';
+
+export interface DurableConsumerOptions {
+  nats: NatsConnection;
+  namespace: string;
+  /** `<consumer-service>-<purpose>`, e.g. `billing-video-refunds`. */
+  durable: string;
+  /** Subject (without namespace) the consumer filters on, e.g. `video.job.failed`. */
+  subject: string;
+  logger: Logger;
+  /** Handles one event; throwing makes the message come back later (nak with delay). */
+  handle: (data: Uint8Array, info: { redelivered: boolean; deliveryCount: number }) => Promise<void>;
+  /** How long an unacknowledged message waits before redelivery. */
+  ackWaitMs?: number;
+  /** Delay before a failed message is redelivered. */
+  retryDelayMs?: number;
+}
+
+/**
+ * A durable JetStream consumer with explicit ack: a message is acknowledged only after its
+ * handler succeeded, so a crash or a failure brings it back. Handlers must therefore be
+ * idempotent (see `processOnce`). Returns a stop function.
+ */
+export async function consumeDurable(opts: DurableConsumerOptions): Promise<() => Promise<void>> {
+  const stream = await ensureStreamFor(opts.nats, opts.namespace, opts.subject);
+  const jsm = await jetstreamManager(opts.nats);
+  const config = {
+    durable_name: opts.durable,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: qualify(opts.namespace, opts.subject),
+    ack_wait: (opts.ackWaitMs ?? 30_000) * 1e6,
+  };
+  try {
+    await jsm.consumers.info(stream, opts.durable);
+  } catch {
+    await jsm.consumers.add(stream, config);
+  }
+  const consumer = await jetstream(opts.nats).consumers.get(stream, opts.durable);
+  let messages: ConsumerMessages | null = null;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        messages = await consumer.consume({ max_messages: 64, expires: 5_000 });
+        for await (const m of messages) {
+          try {
+            await opts.handle(m.data, { redelivered: m.redelivered, deliveryCount: m.info.deliveryCount });
+            m.ack();
+          } catch (err) {
+            opts.logger.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount }, 'event handling failed; will retry');
+            m.nak(opts.retryDelayMs ?? 1_000);
+          }
+        }
+      } catch (err) {
+        if (stopped) break;
+        opts.logger.warn({ err: (err as Error).message }, 'consumer interrupted; resuming');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await (messages as ConsumerMessages | null)?.close();
+    await loop;
+  };
+}
+
+/**
+ * Runs `fn` at most once per event id for this consumer: the id is recorded in the same
+ * transaction as the handler's changes, so a redelivered event (or a concurrent duplicate) is
+ * skipped. Resolves true when `fn` ran.
+ */
+export async function processOnce(
+  em: EntityManager,
+  consumer: string,
+  eventId: string,
+  fn: (tx: EntityManager) => Promise<void>,
+): Promise<boolean> {
+  if (eventId === '') throw new Error('an event without an id cannot be de-duplicated');
+  return em.transactional(async (tx) => {
+    const rows = await tx.execute<unknown[]>(
+      'insert into processed_event (event_id, consumer) values (?, ?) on conflict (event_id) do nothing returning event_id',
+      [`${consumer}:${eventId}`, consumer],
+    );
+    if (rows.length === 0) return false;
+    await fn(tx);
+    return true;
+  });
+}

@@ -1,0 +1,120 @@
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Logger } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ensureStreamFor } from './nats.ts';
+import { OutboxEvent } from './outbox-entities.ts';
+import { qualify } from './subjects.ts';
+
+export interface OutgoingEvent {
+  /** `<domain>.<entity>.<event>`, without the namespace. */
+  subject: string;
+  /** The encoded proto message. */
+  payload: Uint8Array;
+  /** The event id: JetStream de-duplicates on it and consumers record it. */
+  msgId: string;
+}
+
+/**
+ * Queues an event in the outbox. It is written by the caller's next flush, in the caller's
+ * transaction: committed together with the state change it announces, or not at all.
+ */
+export function enqueueEvent(em: EntityManager, event: OutgoingEvent): void {
+  em.create(OutboxEvent, { subject: event.subject, payload: Buffer.from(event.payload), msgId: event.msgId, publishedAt: null });
+}
+
+export interface RelayOptions {
+  orm: MikroORM;
+  nats: NatsConnection;
+  namespace: string;
+  logger: Logger;
+  /** How often to look for new events when idle. */
+  pollMs?: number;
+  batchSize?: number;
+  /** Per-publish wait for the stream's acknowledgement. */
+  publishTimeoutMs?: number;
+}
+
+/**
+ * Publishes outbox rows to JetStream in id order and marks them published. Rows are claimed with
+ * `for update skip locked`, so several replicas share the work without publishing a row twice at
+ * once; should a crash fall between publish and mark, the msgID makes JetStream drop the repeat.
+ * While NATS is unreachable the rows simply wait, and the relay retries with backoff.
+ */
+export class OutboxRelay {
+  readonly #opts: Required<Omit<RelayOptions, 'orm' | 'nats' | 'namespace' | 'logger'>> & RelayOptions;
+  readonly #js: JetStreamClient;
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  #wake: (() => void) | null = null;
+
+  constructor(opts: RelayOptions) {
+    this.#opts = { pollMs: 100, batchSize: 100, publishTimeoutMs: 2_000, ...opts };
+    this.#js = jetstream(opts.nats, { timeout: this.#opts.publishTimeoutMs });
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Looks for events now instead of at the next poll (e.g. right after a commit). */
+  kick(): void {
+    this.#wake?.();
+  }
+
+  /** Publishes what is pending now; resolves with the number published. Used by tests and `start`. */
+  async publishPending(): Promise<number> {
+    const { orm, nats, namespace, batchSize } = this.#opts;
+    let total = 0;
+    for (;;) {
+      const published = await orm.em.fork().transactional(async (tx) => {
+        const rows = await tx.execute<{ id: string; subject: string; payload: Buffer; msg_id: string }[]>(
+          `select id::text, subject, payload, msg_id from outbox_event
+            where published_at is null order by id limit ? for update skip locked`,
+          [batchSize],
+        );
+        for (const row of rows) {
+          await ensureStreamFor(nats, namespace, row.subject);
+          await this.#js.publish(qualify(namespace, row.subject), row.payload, { msgID: row.msg_id });
+        }
+        if (rows.length > 0) {
+          await tx.execute('update outbox_event set published_at = now() where id = any(?::bigint[])', [rows.map((r) => r.id)]);
+        }
+        return rows.length;
+      });
+      total += published;
+      if (published < batchSize) return total;
+    }
+  }
+
+  async #run(): Promise<void> {
+    let backoff = 0;
+    while (!this.#stopped) {
+      try {
+        await this.publishPending();
+        backoff = 0;
+      } catch (err) {
+        backoff = Math.min(backoff === 0 ? 200 : backoff * 2, 5_000);
+        this.#opts.logger.warn({ err: (err as Error).message, retryInMs: backoff }, 'outbox publish failed; events wait');
+      }
+      if (this.#stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, backoff || this.#opts.pollMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = null;
+    }
+  }
+
+  /** Stops after the current round; pending rows stay for the next start. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#loop;
+    await sleep(0);
+  }
+}

@@ -1,0 +1,31 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * The bus tables every service schema has: the transactional outbox (events written in the same
+ * transaction as the state change they announce) and the processed-event inbox (a consumer's
+ * record of event ids it has handled, so a redelivery changes nothing).
+ */
+export class Migration000Bus extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`create table "outbox_event" (
+      "id" bigserial primary key,
+      "subject" text not null,
+      "payload" bytea not null,
+      "msg_id" text not null unique,
+      "created_at" timestamptz not null default now(),
+      "published_at" timestamptz
+    )`);
+    this.addSql(`create index "outbox_event_pending_idx" on "outbox_event" ("id") where "published_at" is null`);
+    this.addSql(`create table "processed_event" (
+      "event_id" text primary key,
+      "consumer" text not null,
+      "processed_at" timestamptz not null default now()
+    )`);
+  }
+
+  override async down(): Promise<void> {
+    this.addSql('drop table if exists "processed_event", "outbox_event"');
+  }
+}
+
+export const kitMigrations = [{ name: 'Migration000Bus', class: Migration000Bus }];

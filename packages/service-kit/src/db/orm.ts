@@ -1,0 +1,57 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migrator } from '@mikro-orm/migrations';
+import { MikroORM, type EntityClass } from '@mikro-orm/postgresql';
+import { kitMigrations } from './kit-migrations.ts';
+import { kitEntities } from '../bus/outbox-entities.ts';
+
+/** A service's migration, in the order it must run. */
+export type NamedMigration = MigrationObject;
+
+export interface OrmOptions {
+  databaseUrl: string;
+  /** The service's own schema; every unqualified table name resolves to it. */
+  schema: string;
+  entities: EntityClass<object>[];
+  migrations: NamedMigration[];
+  poolMax?: number;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * MikroORM on the service's own schema. Each connection's search_path is that schema only, so a
+ * service cannot read another's tables by accident, and the schema generator ignores every other
+ * schema (schema diffs must never touch a neighbour). The outbox and processed-event tables of
+ * the bus live in every service schema and come first in its migrations.
+ */
+export async function createOrm(opts: OrmOptions): Promise<MikroORM> {
+  if (!SCHEMA_NAME.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
+  return MikroORM.init({
+    clientUrl: opts.databaseUrl,
+    // Every connection starts with the service schema as its only search path (libpq `options`).
+    driverOptions: { options: `-c search_path=${opts.schema}` },
+    schema: opts.schema,
+    entities: [...kitEntities, ...opts.entities],
+    extensions: [Migrator],
+    migrations: {
+      migrationsList: [...kitMigrations, ...opts.migrations],
+      schema: opts.schema,
+      tableName: 'mikro_orm_migrations',
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+    },
+    schemaGenerator: { ignoreSchema: ['public'] },
+    pool: { min: 0, max: opts.poolMax ?? 10 },
+    debug: false,
+    allowGlobalContext: false,
+  });
+}
+
+/** Creates the schema when missing and applies pending migrations; returns the names applied. */
+export async function runMigrations(orm: MikroORM): Promise<string[]> {
+  const schema = orm.config.get('schema');
+  await orm.em.getConnection().execute(`create schema if not exists "${schema}"`);
+  const applied = await orm.migrator.up();
+  return applied.map((m) => m.name);
+}

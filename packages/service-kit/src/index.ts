@@ -1,0 +1,11 @@
+export { ConfigError, commonEnv, envBool, loadConfig } from './config.ts';
+export { createLogger, type Logger } from './logger.ts';
+export { startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry.ts';
+export { onShutdown, type ShutdownStep } from './shutdown.ts';
+export { writeReadyFile } from './ready-file.ts';
+export { createOrm, runMigrations, type NamedMigration, type OrmOptions } from './db/orm.ts';
+export { connectNats, ensureStreamFor, subscribeBroadcast, type NatsConnection, type NatsOptions } from './bus/nats.ts';
+export { qualify, streamFor } from './bus/subjects.ts';
+export { enqueueEvent, OutboxRelay, type OutgoingEvent, type RelayOptions } from './bus/outbox.ts';
+export { consumeDurable, processOnce, type DurableConsumerOptions } from './bus/consumer.ts';
+export { runGrpcService, runMigrationsCommand, type GrpcServiceOptions, type Registration, type ServiceContext, type ServiceEnv } from './runner.ts';

@@ -1,0 +1,127 @@
+import * as grpc from '@grpc/grpc-js';
+import { addHealthService, addService, bindServer, HealthState, shutdownServer, type AnyService } from '@gw/contracts';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Meter } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { commonEnv, envBool, loadConfig } from './config.ts';
+import { createOrm, runMigrations, type OrmOptions } from './db/orm.ts';
+import { createLogger } from './logger.ts';
+import { connectNats, type NatsConnection } from './bus/nats.ts';
+import { OutboxRelay } from './bus/outbox.ts';
+import { writeReadyFile } from './ready-file.ts';
+import { onShutdown, type ShutdownStep } from './shutdown.ts';
+import { startTelemetry } from './telemetry.ts';
+
+const serviceEnv = z.object({
+  ...commonEnv,
+  GRPC_HOST: z.string().default('127.0.0.1'),
+  GRPC_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  DATABASE_URL: z.string().min(1).optional(),
+  DB_POOL_MAX: z.coerce.number().int().positive().default(10),
+  /** Apply pending migrations at start (a deployment may run them as a separate job instead). */
+  MIGRATE_ON_START: envBool(true),
+});
+export type ServiceEnv = z.infer<typeof serviceEnv>;
+
+/** What a service's `register` gets to build its handlers and background work. */
+export interface ServiceContext {
+  env: ServiceEnv;
+  logger: Logger;
+  meter: Meter;
+  /** Present when the service declared a database. */
+  orm: MikroORM;
+  nats: NatsConnection;
+  /** Registers work to stop on shutdown, after the gRPC server has drained. */
+  onStop(step: ShutdownStep): void;
+}
+
+export type Registration = [AnyService, object];
+
+export interface GrpcServiceOptions {
+  name: string;
+  /** Port when GRPC_PORT is not set. */
+  defaultPort: number;
+  database?: Omit<OrmOptions, 'databaseUrl' | 'poolMax'>;
+  /** Run the outbox relay (the service publishes events). */
+  outbox?: boolean;
+  register: (ctx: ServiceContext) => Registration[] | Promise<Registration[]>;
+}
+
+/**
+ * The common life of a gRPC service: validated config, telemetry, JSON logs, its own schema
+ * migrated, NATS with the outbox relay, the gRPC server with the standard health service, a
+ * ready file, and graceful shutdown (health NOT_SERVING first, drain calls, stop background
+ * work, close NATS and the database, flush telemetry).
+ */
+export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
+  const env = loadConfig(serviceEnv);
+  const telemetry = startTelemetry({ serviceName: opts.name, otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT, metricsPort: env.METRICS_PORT });
+  const logger = createLogger(opts.name, env.LOG_LEVEL);
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+
+  let orm: MikroORM | undefined;
+  if (opts.database) {
+    if (!env.DATABASE_URL) throw new Error(`${opts.name}: DATABASE_URL is required`);
+    orm = await createOrm({ ...opts.database, databaseUrl: env.DATABASE_URL, poolMax: env.DB_POOL_MAX });
+    if (env.MIGRATE_ON_START) {
+      const applied = await runMigrations(orm);
+      if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+    }
+  }
+  const nats = await connectNats(env.NATS_URL, opts.name, { logger });
+  const stops: ShutdownStep[] = [];
+  let relay: OutboxRelay | undefined;
+  if (opts.outbox && orm) {
+    relay = new OutboxRelay({ orm, nats, namespace: env.EVENTS_NAMESPACE, logger });
+    relay.start();
+  }
+
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 32 * 1024 * 1024 });
+  const health = new HealthState();
+  addHealthService(server, health);
+  const ctx: ServiceContext = {
+    env,
+    logger,
+    meter: telemetry.meter,
+    get orm(): MikroORM {
+      if (!orm) throw new Error(`${opts.name} declared no database`);
+      return orm;
+    },
+    nats,
+    onStop: (step) => stops.push(step),
+  };
+  const onUnexpectedError = (err: unknown, path: string) => logger.error({ err, path }, 'rpc failed unexpectedly');
+  for (const [service, impl] of await opts.register(ctx)) addService(server, service, impl as never, { onUnexpectedError });
+
+  const port = await bindServer(server, env.GRPC_HOST, env.GRPC_PORT ?? opts.defaultPort);
+  health.set(true);
+  const address = `${env.GRPC_HOST}:${port}`;
+  logger.info({ address }, `${opts.name} serving`);
+  writeReadyFile(env.READY_FILE, address);
+
+  onShutdown(logger, env.SHUTDOWN_TIMEOUT_MS, [
+    () => health.set(false),
+    () => shutdownServer(server, Math.max(1_000, env.SHUTDOWN_TIMEOUT_MS - 5_000)),
+    async () => {
+      for (const step of stops) await step();
+    },
+    () => relay?.stop(),
+    () => nats.drain(),
+    () => orm?.close(),
+    () => telemetry.shutdown(),
+  ]);
+}
+
+/** `node services/<svc>/src/migrate.ts`: applies the service's pending migrations and exits. */
+export async function runMigrationsCommand(database: Omit<OrmOptions, 'databaseUrl' | 'poolMax'>): Promise<void> {
+  const env = loadConfig(z.object({ DATABASE_URL: z.string().min(1), LOG_LEVEL: commonEnv.LOG_LEVEL }));
+  const logger = createLogger(`${database.schema}-migrate`, env.LOG_LEVEL);
+  const orm = await createOrm({ ...database, databaseUrl: env.DATABASE_URL, poolMax: 2 });
+  try {
+    const applied = await runMigrations(orm);
+    logger.info({ schema: database.schema, applied }, applied.length > 0 ? 'migrations applied' : 'schema up to date');
+  } finally {
+    await orm.close();
+  }
+}

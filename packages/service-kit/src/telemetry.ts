@@ -1,0 +1,46 @@
+import { metrics, type Meter } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { BatchSpanProcessor, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
+
+export interface TelemetryOptions {
+  serviceName: string;
+  /** OTLP/HTTP collector base URL (e.g. http://otel-collector:4318); traces are kept local without it. */
+  otlpEndpoint?: string | undefined;
+  /** Port of the Prometheus scrape endpoint (`/metrics`); no endpoint without it. */
+  metricsPort?: number | undefined;
+  /** Extra span processors (tests use an in-memory exporter). */
+  spanProcessors?: SpanProcessor[];
+}
+
+export interface Telemetry {
+  meter: Meter;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Starts tracing (W3C trace context, async-local context propagation, OTLP export when
+ * configured) and metrics (Prometheus scrape endpoint when configured). Called first thing in a
+ * service's main, before the app is built.
+ */
+export function startTelemetry(opts: TelemetryOptions): Telemetry {
+  process.env.OTEL_SERVICE_NAME ??= opts.serviceName;
+  const processors: SpanProcessor[] = [...(opts.spanProcessors ?? [])];
+  if (opts.otlpEndpoint) {
+    processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: `${opts.otlpEndpoint.replace(/\/$/, '')}/v1/traces` })));
+  }
+  const tracerProvider = new NodeTracerProvider({ spanProcessors: processors });
+  tracerProvider.register();
+
+  const readers = opts.metricsPort === undefined ? [] : [new PrometheusExporter({ port: opts.metricsPort, host: '0.0.0.0' })];
+  const meterProvider = new MeterProvider({ readers });
+  metrics.setGlobalMeterProvider(meterProvider);
+
+  return {
+    meter: metrics.getMeter(opts.serviceName),
+    async shutdown() {
+      await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
+    },
+  };
+}
