@@ -79,7 +79,9 @@ export class OutboxRelay {
           await this.#js.publish(qualify(namespace, row.subject), row.payload, { msgID: row.msg_id });
         }
         if (rows.length > 0) {
-          await tx.execute('update outbox_event set published_at = now() where id = any(?::bigint[])', [rows.map((r) => r.id)]);
+          await tx.execute(`update outbox_event set published_at = now() where id = any(string_to_array(?, ',')::bigint[])`, [
+            rows.map((r) => r.id).join(','),
+          ]);
         }
         return rows.length;
       });

@@ -40,6 +40,8 @@ export async function createOrm(opts: OrmOptions): Promise<MikroORM> {
       transactional: true,
       allOrNothing: true,
       snapshot: false,
+      // The runner logs what it applied through the service logger.
+      silent: true,
     },
     schemaGenerator: { ignoreSchema: ['public'] },
     pool: { min: 0, max: opts.poolMax ?? 10 },
