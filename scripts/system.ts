@@ -23,18 +23,26 @@ export interface SystemOptions {
   logs: 'inherit' | string;
   /** Extra environment for every child (e.g. fault-injection settings in tests). */
   env?: Record<string, string>;
+  /** Prefix of NATS subjects and streams, so concurrent runs sharing a NATS server stay apart. */
+  eventsNamespace?: string;
   /** Per-service extra environment. */
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
 }
 
-export type ServiceName = 'provider-simulator' | 'billing' | 'catalog' | 'edge-gateway';
+export type ServiceName = 'provider-simulator' | 'billing' | 'catalog' | 'text' | 'media' | 'video-jobs' | 'edge-gateway';
 
 const FIXED_PORTS: Record<ServiceName, number> = {
   'provider-simulator': 8090,
   billing: 50051,
   catalog: 50052,
+  text: 50053,
+  media: 50054,
+  'video-jobs': 50055,
   'edge-gateway': 8080,
 };
+
+/** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
+const STOP_ORDER: ServiceName[] = ['edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
 
 /** The provider simulator as the four upstream providers, in the `PROVIDERS` format. */
 export function simulatorProviders(simulatorUrl: string): string {
@@ -60,6 +68,9 @@ export interface RunningSystem {
   simulatorUrl: string;
   billingAddr: string;
   catalogAddr: string;
+  textAddr: string;
+  mediaAddr: string;
+  videoJobsAddr: string;
   services: Map<ServiceName, RunningService>;
   /** Stops one service (SIGTERM, then SIGKILL after the grace period) and resolves on exit. */
   stopService(name: ServiceName): Promise<void>;
@@ -77,6 +88,7 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     DATABASE_URL: opts.databaseUrl,
     NATS_URL: opts.natsUrl,
     MIGRATE_ON_START: 'true',
+    EVENTS_NAMESPACE: opts.eventsNamespace ?? '',
     ...opts.env,
     ...extra,
     ...opts.serviceEnv?.[name],
@@ -166,6 +178,9 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     simulatorUrl: '',
     billingAddr: '',
     catalogAddr: '',
+    textAddr: '',
+    mediaAddr: '',
+    videoJobsAddr: '',
     services,
     async stopService(name) {
       const svc = services.get(name);
@@ -177,9 +192,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       await launch(name);
     },
     async stop() {
-      // Reverse dependency order: the gateway stops taking requests first.
-      const order: ServiceName[] = ['edge-gateway', 'catalog', 'billing', 'provider-simulator'];
-      for (const name of order) {
+      for (const name of STOP_ORDER) {
         const svc = services.get(name);
         if (svc) await stopChild(svc.child, 15_000);
       }
@@ -192,21 +205,31 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     specs.set('provider-simulator', () => ({ SIM_HOST: '127.0.0.1', SIM_PORT: port('provider-simulator') }));
     system.simulatorUrl = (await launch('provider-simulator')).address;
 
-    specs.set('billing', () => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: port('billing') }));
-    specs.set('catalog', () => ({
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: port('catalog'),
-      PROVIDERS: process.env.PROVIDERS ?? simulatorProviders(system.simulatorUrl),
-    }));
+    const providers = process.env.PROVIDERS ?? simulatorProviders(system.simulatorUrl);
+    const grpc = (name: ServiceName, extra: Record<string, string> = {}) =>
+      specs.set(name, () => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: port(name), ...extra }));
+    grpc('billing');
+    grpc('catalog', { PROVIDERS: providers });
     const [billing, catalog] = await Promise.all([launch('billing'), launch('catalog')]);
     system.billingAddr = billing.address;
     system.catalogAddr = catalog.address;
+
+    grpc('text', { PROVIDERS: providers });
+    grpc('media', { PROVIDERS: providers });
+    grpc('video-jobs', { PROVIDERS: providers });
+    const [text, media, videoJobs] = await Promise.all([launch('text'), launch('media'), launch('video-jobs')]);
+    system.textAddr = text.address;
+    system.mediaAddr = media.address;
+    system.videoJobsAddr = videoJobs.address;
 
     specs.set('edge-gateway', () => ({
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_PORT: String(opts.gatewayPort),
       BILLING_ADDR: system.billingAddr,
       CATALOG_ADDR: system.catalogAddr,
+      TEXT_ADDR: system.textAddr,
+      MEDIA_ADDR: system.mediaAddr,
+      VIDEO_JOBS_ADDR: system.videoJobsAddr,
     }));
     system.baseUrl = (await launch('edge-gateway')).address;
   } catch (err) {

@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import type { TestProject } from 'vitest/node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** A database created for this test run only; dropped when the run ends. */
     databaseUrl: string;
-    /** The NATS server (JetStream enabled) the run uses; tests name their own streams. */
+    /** The NATS server (JetStream enabled) the run uses. */
     natsUrl: string;
+    /** This run's prefix of NATS subjects and stream names; its streams are deleted at the end. */
+    eventsNamespace: string;
   }
 }
 
@@ -28,12 +32,30 @@ export default async function setup(project: TestProject) {
   const runUrl = new URL(admin);
   runUrl.pathname = `/${name}`;
   project.provide('databaseUrl', runUrl.toString());
-  project.provide('natsUrl', process.env.NATS_URL ?? 'nats://127.0.0.1:4222');
+  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const eventsNamespace = name;
+  project.provide('natsUrl', natsUrl);
+  project.provide('eventsNamespace', eventsNamespace);
 
   return async () => {
+    await deleteStreams(natsUrl, `${eventsNamespace}_`);
     const c = new Client({ connectionString: admin.toString() });
     await c.connect();
     await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await c.end();
   };
+}
+
+/** Deletes the streams this run created (tests may create them through any service). */
+async function deleteStreams(natsUrl: string, prefix: string): Promise<void> {
+  const nc = await connect({ servers: natsUrl, timeout: 2_000 }).catch(() => null);
+  if (!nc) return;
+  try {
+    const jsm = await jetstreamManager(nc);
+    for await (const name of jsm.streams.names()) {
+      if (name.startsWith(prefix)) await jsm.streams.delete(name);
+    }
+  } finally {
+    await nc.close();
+  }
 }

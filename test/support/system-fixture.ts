@@ -13,6 +13,7 @@ export async function startTestSystem(extra: Partial<SystemOptions> = {}): Promi
   return startSystem({
     databaseUrl: inject('databaseUrl'),
     natsUrl: inject('natsUrl'),
+    eventsNamespace: inject('eventsNamespace'),
     gatewayPort: 0,
     internalPorts: 'random',
     logs: mkdtempSync(join(tmpdir(), 'gw-logs-')),

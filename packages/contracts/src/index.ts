@@ -7,3 +7,6 @@ export * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
 export * as catalogV1 from './gen/gateway/catalog/v1/catalog_pb.js';
 export * as eventsV1 from './gen/gateway/events/v1/events_pb.js';
 export * as healthV1 from './gen/grpc/health/v1/health_pb.js';
+export * as textV1 from './gen/gateway/text/v1/text_pb.js';
+export * as mediaV1 from './gen/gateway/media/v1/media_pb.js';
+export * as videoV1 from './gen/gateway/video/v1/video_pb.js';

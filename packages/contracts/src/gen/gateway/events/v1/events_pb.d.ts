@@ -106,3 +106,177 @@ export declare type SwitchesChanged = Message<"gateway.events.v1.SwitchesChanged
  */
 export declare const SwitchesChangedSchema: GenMessage<SwitchesChanged>;
 
+/**
+ * VideoJobStatusChanged is published on `video.job.status_changed` on every status change of a
+ * video job, in order per job (one publisher, the outbox relay, in commit order).
+ *
+ * @generated from message gateway.events.v1.VideoJobStatusChanged
+ */
+export declare type VideoJobStatusChanged = Message<"gateway.events.v1.VideoJobStatusChanged"> & {
+  /**
+   * Unique event id (`<job id>:<status>`): one event per job and status.
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The job (`vidjob_<id>`).
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * Owning account.
+   *
+   * @generated from field: string account_id = 3;
+   */
+  accountId: string;
+
+  /**
+   * New status: `queued`, `running`, `completed` or `failed`.
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * Previous status; empty for the first event.
+   *
+   * @generated from field: string previous_status = 5;
+   */
+  previousStatus: string;
+
+  /**
+   * When the change happened (unix ms).
+   *
+   * @generated from field: int64 occurred_at_unix_ms = 6;
+   */
+  occurredAtUnixMs: bigint;
+
+  /**
+   * Seconds charged for.
+   *
+   * @generated from field: int32 requested_duration_seconds = 7;
+   */
+  requestedDurationSeconds: number;
+
+  /**
+   * Credits charged at creation.
+   *
+   * @generated from field: int64 credit_charged = 8;
+   */
+  creditCharged: bigint;
+
+  /**
+   * For `failed`: `provider_failed`, `safety`, `not_found` or `timed_out`.
+   *
+   * @generated from field: string failure_reason = 9;
+   */
+  failureReason: string;
+
+  /**
+   * Public model id.
+   *
+   * @generated from field: string model = 10;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message gateway.events.v1.VideoJobStatusChanged.
+ * Use `create(VideoJobStatusChangedSchema)` to create a new message.
+ */
+export declare const VideoJobStatusChangedSchema: GenMessage<VideoJobStatusChanged>;
+
+/**
+ * VideoJobFailed is published on `video.job.failed` when a job fails; billing refunds its charge
+ * exactly once (by `job_id`).
+ *
+ * @generated from message gateway.events.v1.VideoJobFailed
+ */
+export declare type VideoJobFailed = Message<"gateway.events.v1.VideoJobFailed"> & {
+  /**
+   * Unique event id (`<job id>:failed`).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The job, also the id of its charge in billing.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * Owning account.
+   *
+   * @generated from field: string account_id = 3;
+   */
+  accountId: string;
+
+  /**
+   * Why it failed.
+   *
+   * @generated from field: string failure_reason = 4;
+   */
+  failureReason: string;
+};
+
+/**
+ * Describes the message gateway.events.v1.VideoJobFailed.
+ * Use `create(VideoJobFailedSchema)` to create a new message.
+ */
+export declare const VideoJobFailedSchema: GenMessage<VideoJobFailed>;
+
+/**
+ * RefundCompleted is published on `billing.refund.completed` when billing refunded a charge.
+ *
+ * @generated from message gateway.events.v1.RefundCompleted
+ */
+export declare type RefundCompleted = Message<"gateway.events.v1.RefundCompleted"> & {
+  /**
+   * Unique event id (`refund:<request id>`).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The refunded request (a video job id).
+   *
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * Account credited.
+   *
+   * @generated from field: string account_id = 3;
+   */
+  accountId: string;
+
+  /**
+   * Credits refunded.
+   *
+   * @generated from field: int64 credit_refunded = 4;
+   */
+  creditRefunded: bigint;
+
+  /**
+   * Balance after the refund.
+   *
+   * @generated from field: int64 balance_after = 5;
+   */
+  balanceAfter: bigint;
+};
+
+/**
+ * Describes the message gateway.events.v1.RefundCompleted.
+ * Use `create(RefundCompletedSchema)` to create a new message.
+ */
+export declare const RefundCompletedSchema: GenMessage<RefundCompleted>;
+
