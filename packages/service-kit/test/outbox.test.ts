@@ -36,7 +36,10 @@ const NATS_BIN = spawnSync('sh', ['-c', 'command -v nats-server || ls /usr/sbin/
 class OwnNats {
   child: ChildProcess | null = null;
   readonly store = mkdtempSync(join(tmpdir(), 'gw-nats-'));
-  constructor(readonly port: number) {}
+  readonly port: number;
+  constructor(port: number) {
+    this.port = port;
+  }
   get url() {
     return `nats://127.0.0.1:${this.port}`;
   }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { billingEntities } from './db/entities.ts';
 import { billingMigrations } from './db/migrations/index.ts';
 import { RequestMoney } from './domain/requests.ts';
+import { refundFailedVideoJobs } from './events/video-job-failed.subscriber.ts';
 import { billingHandler } from './grpc/billing.handler.ts';
 
 const env = loadConfig(
@@ -14,13 +15,15 @@ const env = loadConfig(
   }),
 );
 
+const now = () => new Date();
+
 await runGrpcService({
   name: 'billing',
   defaultPort: 50051,
   database: { schema: 'billing', entities: billingEntities, migrations: billingMigrations },
   outbox: true,
-  register: ({ orm }) => {
-    const now = () => new Date();
+  register: async ({ orm, nats, env: serviceEnv, logger, onStop }) => {
+    onStop(await refundFailedVideoJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
     return [
       [
         billingV1.BillingService,

@@ -8,7 +8,7 @@ const MAX_AGE = 600_000;
 const { TEXT, IMAGE } = catalogV1.ModelKind;
 const TEXT_CAPS = ['chat/completions', 'chat', 'messages', 'messages/count_tokens', 'responses'];
 
-function model(id: string, init: Partial<MessageInitShape<typeof catalogV1.ModelSchema>> = {}) {
+function model(id: string, init: Omit<MessageInitShape<typeof catalogV1.ModelSchema>, 'id' | '$typeName'> = {}) {
   return create(catalogV1.ModelSchema, {
     id,
     kind: TEXT,

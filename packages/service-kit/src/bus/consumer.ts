@@ -43,9 +43,9 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
   }
   const consumer = await jetstream(opts.nats).consumers.get(stream, opts.durable);
   let messages: ConsumerMessages | null = null;
-  let stopped = false;
+  const state = { stopped: false };
   const loop = (async () => {
-    while (!stopped) {
+    while (!state.stopped) {
       try {
         messages = await consumer.consume({ max_messages: 64, expires: 5_000 });
         for await (const m of messages) {
@@ -58,14 +58,14 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
           }
         }
       } catch (err) {
-        if (stopped) break;
+        if (state.stopped) break;
         opts.logger.warn({ err: (err as Error).message }, 'consumer interrupted; resuming');
         await new Promise((r) => setTimeout(r, 500));
       }
     }
   })();
   return async () => {
-    stopped = true;
+    state.stopped = true;
     await (messages as ConsumerMessages | null)?.close();
     await loop;
   };
