@@ -3,6 +3,7 @@ import { loadConfig, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { billingEntities } from './db/entities.ts';
 import { billingMigrations } from './db/migrations/index.ts';
+import { releaseStaleHolds, startHoldSweeper } from './domain/hold-sweeper.ts';
 import { RequestMoney } from './domain/requests.ts';
 import { refundFailedVideoJobs } from './events/video-job-failed.subscriber.ts';
 import { billingHandler } from './grpc/billing.handler.ts';
@@ -12,6 +13,9 @@ const env = loadConfig(
     /** Account rate limits when an account sets none (spec 8: per second and per minute). */
     RATE_LIMIT_PER_SECOND: z.coerce.number().int().positive().default(50),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(1_500),
+    /** An open hold older than this belongs to no live request and is released. */
+    HOLD_MAX_AGE_MS: z.coerce.number().int().positive().default(30 * 60_000),
+    HOLD_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   }),
 );
 
@@ -23,13 +27,15 @@ await runGrpcService({
   database: { schema: 'billing', entities: billingEntities, migrations: billingMigrations },
   outbox: true,
   register: async ({ orm, nats, env: serviceEnv, logger, onStop }) => {
+    const money = new RequestMoney(orm, now);
     onStop(await refundFailedVideoJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
+    onStop(startHoldSweeper(() => releaseStaleHolds(orm.em.fork(), money, env.HOLD_MAX_AGE_MS, now(), logger), env.HOLD_SWEEP_INTERVAL_MS, logger));
     return [
       [
         billingV1.BillingService,
         billingHandler({
           orm,
-          money: new RequestMoney(orm, now),
+          money,
           rateDefaults: { perSecond: env.RATE_LIMIT_PER_SECOND, perMinute: env.RATE_LIMIT_PER_MINUTE },
           now,
         }),

@@ -7,7 +7,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getBalance } from '../src/domain/accounts.ts';
 import { setKeyLimit } from '../src/domain/key-limits.ts';
 import { resolveReconciliation } from '../src/domain/reconciliation.ts';
+import { releaseStaleHolds } from '../src/domain/hold-sweeper.ts';
 import { RequestMoney } from '../src/domain/requests.ts';
+import { createLogger } from '@gw/service-kit';
 import { account, billingOrm, expectAuditClean } from './support.ts';
 
 const { IMAGE, MILLION_TOKENS, SECOND } = billingV1.BillingUnit;
@@ -216,5 +218,22 @@ describe('per-key limits, windows and reconciliation', () => {
     );
     expect(entries).toEqual([{ kind: 'adjustment', amount: '-5' }]);
     await expect(money.authorize(authorizeReq(accountId, keyId, { unit: MILLION_TOKENS, pricePerUnit: 1n, worstUnits: 1n, text: true }))).resolves.toBeTruthy();
+  });
+
+  it('releases holds that outlived any request, and only those', async () => {
+    const { accountId, keyId } = await account(orm, 100n);
+    clock = new Date('2026-03-31T10:00:00Z');
+    const old = authorizeReq(accountId, keyId, { worstUnits: 30n });
+    await money.authorize(old);
+    clock = new Date('2026-03-31T10:50:00Z');
+    const fresh = authorizeReq(accountId, keyId, { worstUnits: 20n });
+    await money.authorize(fresh);
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(50n);
+    const released = await releaseStaleHolds(orm.em.fork(), money, 30 * 60_000, clock, createLogger('test', 'silent'));
+    expect(released).toBeGreaterThanOrEqual(1);
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(80n);
+    // A late settle of the released hold is a replay: it charges nothing.
+    await expect(settleImage(accountId, old.requestId, 30n)).resolves.toEqual({ creditCharged: 0n, balanceAfter: 80n });
+    await expect(settleImage(accountId, fresh.requestId, 20n)).resolves.toEqual({ creditCharged: 20n, balanceAfter: 80n });
   });
 });
