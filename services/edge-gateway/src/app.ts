@@ -1,16 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import type { billingV1, catalogV1, MethodsOf, ServiceClient } from '@gw/contracts';
+import type { billingV1, catalogV1, mediaV1, MethodsOf, ServiceClient, textV1, videoV1 } from '@gw/contracts';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
 import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
 import { modelsRoutes } from './protocols/models.route.ts';
+import { textRoutes } from './protocols/text.routes.ts';
 import type { CatalogCache } from './state/catalog-cache.ts';
 import type { SwitchState } from './state/switches.ts';
 
 export interface GatewayDeps {
   billing: ServiceClient<MethodsOf<typeof billingV1.BillingService>>;
   catalog: ServiceClient<MethodsOf<typeof catalogV1.CatalogService>>;
+  text: ServiceClient<MethodsOf<typeof textV1.TextService>>;
+  media: ServiceClient<MethodsOf<typeof mediaV1.MediaService>>;
+  videoJobs: ServiceClient<MethodsOf<typeof videoV1.VideoJobsService>>;
   keys: KeyCache;
   switches: SwitchState;
   catalogCache: CatalogCache;
@@ -80,6 +84,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
       });
       await api.register(modelsRoutes, deps);
+      await api.register(textRoutes, deps);
     },
     { prefix: deps.basePath },
   );

@@ -12,6 +12,9 @@ const schema = z.object({
     .default('/v1'),
   BILLING_ADDR: z.string().min(1),
   CATALOG_ADDR: z.string().min(1),
+  TEXT_ADDR: z.string().min(1),
+  MEDIA_ADDR: z.string().min(1),
+  VIDEO_JOBS_ADDR: z.string().min(1),
   /** How long a key lookup is trusted without a revocation event (safety net for missed events). */
   KEY_CACHE_TTL_MS: z.coerce.number().int().positive().default(60_000),
   /** Safety-net reload of switches and the catalog snapshot, should an event be missed. */

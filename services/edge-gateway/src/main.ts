@@ -1,5 +1,5 @@
 import { fromBinary } from '@bufbuild/protobuf';
-import { billingV1, catalogV1, createClient, eventsV1 } from '@gw/contracts';
+import { billingV1, catalogV1, createClient, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
 import { connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
@@ -18,6 +18,9 @@ const logger = createLogger('edge-gateway', config.LOG_LEVEL);
 
 const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
 const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
+const text = createClient(textV1.TextService, config.TEXT_ADDR);
+const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR);
+const videoJobs = createClient(videoV1.VideoJobsService, config.VIDEO_JOBS_ADDR);
 const keys = new KeyCache(async (hash) => toKeyRecord(await billing.lookupApiKey({ keyHash: hash })), {
   ttlMs: config.KEY_CACHE_TTL_MS,
 });
@@ -55,6 +58,9 @@ let ready = false;
 const app = await buildApp({
   billing,
   catalog,
+  text,
+  media,
+  videoJobs,
   keys,
   switches,
   catalogCache,
@@ -79,8 +85,7 @@ onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
     await nats.drain();
   },
   async () => {
-    billing.close();
-    catalog.close();
+    for (const client of [billing, catalog, text, media, videoJobs]) client.close();
   },
   () => telemetry.shutdown(),
 ]);

@@ -20,7 +20,7 @@ export async function syncProviders(em: EntityManager, providers: ModelLister[],
       (models) => ({ ok: true as const, models: [...new Set(models)].sort() }),
       (err: unknown) => ({ ok: false as const, error: err instanceof Error ? err.message : String(err) }),
     );
-    const row = await em.transactional(async (tx) => {
+    const saved = await em.transactional(async (tx) => {
       const existing = await tx.findOne(ProviderSync, { provider: provider.name });
       const at = now();
       const row =
@@ -40,7 +40,7 @@ export async function syncProviders(em: EntityManager, providers: ModelLister[],
       await tx.flush();
       return row;
     });
-    results.push(row);
+    results.push(saved);
   }
   return results;
 }

@@ -1,4 +1,6 @@
+import { RpcError } from '@gw/contracts';
 import { GatewayError, shouldRetry } from '@gw/errors';
+import { status } from '@grpc/grpc-js';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 
 /** Sends a domain error in the spec's shape with the headers SDK clients act on. */
@@ -36,6 +38,9 @@ function clientError(err: FastifyError, bodyLimit: number): GatewayError | null 
 export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof GatewayError) return sendError(reply, err);
+    if (err instanceof RpcError && err.grpcCode === status.DEADLINE_EXCEEDED) {
+      return sendError(reply, new GatewayError('upstream_timeout', 'The provider did not answer in time. Nothing was charged.'));
+    }
     const asClient = clientError(err, bodyLimit);
     if (asClient) return sendError(reply, asClient);
     request.log.error({ err }, 'request failed unexpectedly');

@@ -1,0 +1,164 @@
+import { catalogV1, textV1 } from '@gw/contracts';
+import { create } from '@bufbuild/protobuf';
+import { GatewayError } from '@gw/errors';
+import { attachService, createStreamTranslator, estimateInputTokensUpperBound, maxOutputTokens, validateRequest, type Dialect } from '@gw/translate';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayDeps } from '../app.ts';
+import { SseWriter } from '../http/sse.ts';
+import type { ResolvedModel } from '../state/catalog-cache.ts';
+import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
+
+type Json = Record<string, unknown>;
+export type ClientDialect = Exclude<Dialect, 'gemini'>;
+
+const PROTO_DIALECT: Record<ClientDialect, textV1.Dialect> = {
+  chat: textV1.Dialect.CHAT,
+  messages: textV1.Dialect.MESSAGES,
+  responses: textV1.Dialect.RESPONSES,
+};
+
+/** A whole answer may take the provider's full text deadline; streams are bounded by their output cap. */
+const GENERATE_TIMEOUT_MS = 11 * 60_000;
+
+/** Step 4 of the order of checks: the body in the client's protocol, with every problem named. */
+export function validBody(dialect: Dialect, body: unknown): Json {
+  const problems = validateRequest(dialect, body);
+  if (problems.length > 0) throw new GatewayError('invalid_request', `Invalid request: ${problems.join('; ')}.`);
+  return body as Json;
+}
+
+export function routesOf(model: ResolvedModel): catalogV1.Route[] {
+  return model.routes.map((r) => create(catalogV1.RouteSchema, r));
+}
+
+/** Worst case for the hold (DECISIONS.md): an input bound needing no provider call + the output cap. */
+function worstTokens(dialect: Dialect, body: Json, model: ResolvedModel): bigint {
+  return BigInt(estimateInputTokensUpperBound(body) + (maxOutputTokens(dialect, body) ?? model.limits.maxOutputTokens));
+}
+
+/** Settles a text hold from the provider's usage; no usage = minimum charge and reconciliation. */
+export function settleText(deps: GatewayDeps, hold: Hold, usage: textV1.Usage | undefined): Promise<Charge> {
+  if (!usage) return settleHold(deps.billing, hold, { units: 0n, reconcile: true });
+  return settleHold(deps.billing, hold, { units: usage.billableTokens, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
+}
+
+export interface TextCall {
+  dialect: ClientDialect;
+  endpoint: string;
+  body: Json;
+}
+
+/**
+ * The text pipeline after auth and rate limit: switches, model resolution, key state and hold,
+ * then the text service; the hold is settled to the reported usage or released on failure.
+ * Returns the client-protocol body with our `service` object, or streams it.
+ */
+export async function runText(
+  deps: GatewayDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  call: TextCall,
+): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
+  const model = deps.catalogCache.resolve(call.body.model as string, call.endpoint);
+  const hold = await holdCredits(deps.billing, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true);
+  const req = {
+    requestId: hold.requestId,
+    dialect: PROTO_DIALECT[call.dialect],
+    publicModel: model.id,
+    routes: routesOf(model),
+    body: Buffer.from(JSON.stringify(call.body)),
+  };
+  if (call.body.stream === true) {
+    await streamText(deps, request, reply, call.dialect, hold, deps.text.generateStream(req, { timeoutMs: GENERATE_TIMEOUT_MS }));
+    return undefined;
+  }
+  let res: textV1.GenerateResponse;
+  try {
+    res = await deps.text.generate(req, { timeoutMs: GENERATE_TIMEOUT_MS });
+  } catch (err) {
+    await releaseHold(deps.billing, hold, request.log);
+    throw err;
+  }
+  const charge = await settleText(deps, hold, res.usage);
+  const answer = JSON.parse(Buffer.from(res.body).toString('utf8')) as Json;
+  return { body: attachService(call.dialect, answer, serviceObject(charge)), usage: res.usage, charge };
+}
+
+type StreamItem = textV1.GenerateStreamResponse;
+
+function publicFailure(err: unknown): { code: string; message: string } {
+  if (err instanceof GatewayError) return { code: err.code, message: err.message };
+  return { code: 'upstream_error', message: 'The upstream provider stream failed. Nothing was charged.' };
+}
+
+/**
+ * Streams a text answer. The HTTP stream opens with the first frame, so a failure before it is an
+ * ordinary HTTP error. The frame carrying the usage (and all after it) is held until the hold is
+ * settled and our `service` object is added. A client that leaves is not followed: the upstream
+ * stream is read to its end and its real usage billed (DECISIONS.md). A stream failing before its
+ * usage is not charged and ends with the protocol's error event.
+ */
+async function streamText(
+  deps: GatewayDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  dialect: ClientDialect,
+  hold: Hold,
+  items: AsyncIterable<StreamItem>,
+): Promise<void> {
+  const iterator = items[Symbol.asyncIterator]();
+  let first: IteratorResult<StreamItem>;
+  try {
+    first = await iterator.next();
+  } catch (err) {
+    await releaseHold(deps.billing, hold, request.log);
+    throw err;
+  }
+  const sse = new SseWriter(request, reply, dialect === 'messages' ? { 'request-id': request.id } : {});
+  const held: textV1.Frame[] = [];
+  let end: textV1.StreamEnd | undefined;
+  let failure: { code: string; message: string } | undefined;
+  try {
+    for (let next = first; !next.done; next = await iterator.next()) {
+      const item = next.value.item;
+      if (item.case === 'frame') {
+        if (held.length > 0 || item.value.usageBearing) held.push(item.value);
+        else {
+          await sse.write({ event: item.value.event, data: Buffer.from(item.value.data).toString('utf8') });
+        }
+      } else if (item.case === 'end') end = item.value;
+    }
+  } catch (err) {
+    failure = publicFailure(err);
+    request.log.warn({ err }, 'text stream broke');
+  }
+  if (!failure && end?.errorCode) failure = { code: end.errorCode, message: end.errorMessage };
+  if (!failure && !end) failure = publicFailure(undefined);
+
+  if (failure) {
+    await releaseHold(deps.billing, hold, request.log);
+    await writeErrorEvents(sse, dialect, failure);
+  } else {
+    try {
+      const charge = await settleText(deps, hold, end?.usage);
+      for (const [i, frame] of held.entries()) {
+        let data = Buffer.from(frame.data).toString('utf8');
+        if (i === 0 && frame.usageBearing) data = JSON.stringify(attachService(dialect, JSON.parse(data) as Json, serviceObject(charge)));
+        await sse.write({ event: frame.event, data });
+      }
+    } catch (err) {
+      request.log.error({ err }, 'settling a finished stream failed; the hold is left to the sweeper');
+      await writeErrorEvents(sse, dialect, publicFailure(err));
+    }
+  }
+  if (sse.clientGone) request.log.info({ holdId: hold.requestId }, 'client left mid-stream; drained and billed the upstream stream');
+  sse.end();
+}
+
+/** The client protocol's own error event(s), made by the same translation package as every other event. */
+async function writeErrorEvents(sse: SseWriter, dialect: ClientDialect, failure: { code: string; message: string }): Promise<void> {
+  const translator = createStreamTranslator(dialect, dialect, { model: '', id: '', created: 0 });
+  for (const ev of translator.fail({ code: failure.code, message: failure.message })) {
+    await sse.write({ ...(ev.event ? { event: ev.event } : {}), data: typeof ev.data === 'string' ? ev.data : JSON.stringify(ev.data) });
+  }
+}

@@ -1,0 +1,79 @@
+import { textV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import type { FastifyInstance } from 'fastify';
+import type { GatewayDeps } from '../app.ts';
+import { routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
+
+/** The three imitated text protocols: same pipeline, each in its own dialect. */
+const PROTOCOLS: Array<{ path: string; dialect: ClientDialect }> = [
+  { path: 'chat/completions', dialect: 'chat' },
+  { path: 'messages', dialect: 'messages' },
+  { path: 'responses', dialect: 'responses' },
+];
+
+const LEGACY_ROLES = new Set(['system', 'user', 'assistant']);
+
+/** `POST /chat` (spec 4.3): `{model, messages: [{role, content: string}]}`, never streamed. */
+function legacyBody(body: unknown): Record<string, unknown> {
+  const b = validBody('chat', body);
+  const problems: string[] = [];
+  (b.messages as unknown[]).forEach((m, i) => {
+    const msg = m as Record<string, unknown>;
+    if (!LEGACY_ROLES.has(msg.role as string)) problems.push(`messages[${i}].role must be one of system, user, assistant`);
+    if (typeof msg.content !== 'string') problems.push(`messages[${i}].content must be a string`);
+  });
+  if (b.stream !== undefined && b.stream !== false) problems.push('stream is not supported on /chat; use /chat/completions');
+  if (problems.length > 0) throw new GatewayError('invalid_request', `Invalid request: ${problems.join('; ')}.`);
+  return { model: b.model, messages: b.messages };
+}
+
+/** `POST /messages/count_tokens` (spec 4.5): a messages request without `max_tokens` or `stream`. */
+function countTokensBody(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return validBody('messages', body);
+  const { max_tokens: _cap, stream: _stream, ...rest } = body as Record<string, unknown>;
+  validBody('messages', { ...rest, max_tokens: 1 });
+  return rest;
+}
+
+/** Text generation (spec 4.2 to 4.6). Generation requests: operator switches apply (step 3). */
+export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  for (const { path, dialect } of PROTOCOLS) {
+    app.post(`/${path}`, async (request, reply) => {
+      deps.switches.assertGenerationAllowed();
+      const body = validBody(dialect, request.body);
+      if (dialect === 'messages') reply.header('request-id', request.id);
+      const result = await runText(deps, request, reply, { dialect, endpoint: path, body });
+      return result?.body ?? reply;
+    });
+  }
+
+  app.post('/chat', async (request, reply) => {
+    deps.switches.assertGenerationAllowed();
+    const body = legacyBody(request.body);
+    const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body });
+    const choices = result!.body.choices as Array<{ message?: { content?: unknown } }> | undefined;
+    const content = choices?.[0]?.message?.content;
+    return {
+      reply: typeof content === 'string' ? content : '',
+      tokensUsed: Number(result!.usage?.billableTokens ?? 0n),
+      creditCharged: Number(result!.charge.creditCharged),
+      balanceAfter: Number(result!.charge.balanceAfter),
+    };
+  });
+
+  // Free, but a generation request: switches and the rate limit apply; the count is the model's own.
+  app.post('/messages/count_tokens', async (request, reply) => {
+    deps.switches.assertGenerationAllowed();
+    reply.header('request-id', request.id);
+    const body = countTokensBody(request.body);
+    const model = deps.catalogCache.resolve(body.model as string, 'messages/count_tokens');
+    const res = await deps.text.countTokens({
+      requestId: request.id,
+      dialect: textV1.Dialect.MESSAGES,
+      publicModel: model.id,
+      routes: routesOf(model),
+      body: Buffer.from(JSON.stringify(body)),
+    });
+    return { input_tokens: Number(res.inputTokens) };
+  });
+}

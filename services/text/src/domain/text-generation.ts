@@ -1,0 +1,155 @@
+import { create } from '@bufbuild/protobuf';
+import { textV1, type catalogV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import { isProviderError, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect } from '@gw/providers';
+import { createStreamTranslator, extractUsage, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
+import { clientDialect, providerDialect, responseId } from './dialects.ts';
+
+export interface TextDeps {
+  providers: ProviderRegistry;
+  router: FallbackRouter;
+  now: () => number;
+}
+
+type Json = Record<string, unknown>;
+
+interface Prepared {
+  client: TextDialect;
+  body: Json;
+  ctx: ResponseContext;
+}
+
+function prepare(req: { requestId: string; dialect: textV1.Dialect; publicModel: string; body: Uint8Array }, now: number): Prepared {
+  const client = clientDialect(req.dialect);
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(req.body).toString('utf8'));
+  } catch {
+    throw new GatewayError('invalid_request', 'The request body is not valid JSON.');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
+  return { client, body: body as Json, ctx: { model: req.publicModel, id: responseId(client, req.requestId), created: Math.floor(now / 1000) } };
+}
+
+function adapterFor(deps: TextDeps, route: catalogV1.Route): ProviderAdapter {
+  const adapter = deps.providers.get(route.provider);
+  // A route to a provider this deployment has no credentials for is a configuration fault.
+  if (!adapter) throw new GatewayError('upstream_error', `Provider ${route.provider} is not configured.`);
+  return adapter;
+}
+
+/** Translation failures are the request's fault (a shape the target protocol cannot carry). */
+function translated<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof TranslateError) throw new GatewayError('invalid_request', err.message);
+    throw err;
+  }
+}
+
+export function toUsageProto(u: Usage | undefined): textV1.Usage | undefined {
+  if (!u) return undefined;
+  return create(textV1.UsageSchema, {
+    inputTokens: BigInt(u.inputTokens),
+    outputTokens: BigInt(u.outputTokens),
+    cacheCreationTokens: BigInt(u.cacheCreationTokens),
+    cacheReadTokens: BigInt(u.cacheReadTokens),
+    billableTokens: BigInt(u.totalBillable),
+  });
+}
+
+/** One complete answer, from the first route that serves it. */
+export async function generate(deps: TextDeps, req: textV1.GenerateRequest, signal: AbortSignal): Promise<textV1.GenerateResponse> {
+  const { client, body, ctx } = prepare(req, deps.now());
+  const { dialect, answer, provider } = await deps.router.withFallback(
+    req.routes,
+    async (route) => {
+      const adapter = adapterFor(deps, route);
+      const upstreamDialect = providerDialect(adapter, client);
+      const upstream = translated(() => translateRequest(client, upstreamDialect, body, { upstreamModel: route.upstreamModel, stream: false }));
+      const res = await adapter.text(upstreamDialect, upstream, { stream: false, signal, requestId: req.requestId });
+      if (res.kind !== 'json') throw new GatewayError('upstream_error', 'The provider streamed an answer that was not asked to stream.');
+      return { dialect: upstreamDialect, answer: res.body, provider: adapter.name };
+    },
+    { signal },
+  );
+  const out = translated(() => translateResponse(dialect, client, answer, ctx));
+  return create(textV1.GenerateResponseSchema, {
+    body: Buffer.from(JSON.stringify(out)),
+    usage: toUsageProto(extractUsage(dialect, answer)),
+    provider,
+  });
+}
+
+function frame(event: SseEvent & { carriesUsage?: true }): textV1.GenerateStreamResponse {
+  const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
+  return create(textV1.GenerateStreamResponseSchema, {
+    item: { case: 'frame', value: { event: event.event ?? '', data: Buffer.from(data), usageBearing: event.carriesUsage === true } },
+  });
+}
+
+function end(init: { usage?: Usage; errorCode?: string; errorMessage?: string; provider: string }): textV1.GenerateStreamResponse {
+  return create(textV1.GenerateStreamResponseSchema, {
+    item: {
+      case: 'end',
+      value: { usage: toUsageProto(init.usage), errorCode: init.errorCode ?? '', errorMessage: init.errorMessage ?? '', provider: init.provider },
+    },
+  });
+}
+
+/**
+ * A streamed answer. The first route whose first event arrives wins (a failure before that falls
+ * back, and reaches the gateway as an error before any frame, so the client gets an HTTP error).
+ * After that, upstream events are translated into the client's protocol; a failure mid-stream
+ * ends the stream with its error code (the gateway renders the protocol's error event and
+ * charges nothing when no usage came).
+ */
+export async function* generateStream(deps: TextDeps, req: textV1.GenerateStreamRequest, signal: AbortSignal): AsyncGenerator<textV1.GenerateStreamResponse> {
+  const { client, body, ctx } = prepare(req, deps.now());
+  const started = await deps.router.withFallback(
+    req.routes,
+    async (route) => {
+      const adapter = adapterFor(deps, route);
+      const dialect = providerDialect(adapter, client);
+      const upstream = translated(() => translateRequest(client, dialect, body, { upstreamModel: route.upstreamModel, stream: true }));
+      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId });
+      if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
+      return { route, dialect, events: res.events, provider: adapter.name };
+    },
+    { signal },
+  );
+  const translator = createStreamTranslator(started.dialect, client, ctx);
+  try {
+    for await (const event of started.events) {
+      for (const out of translator.push(event)) yield frame(out);
+    }
+    for (const out of translator.end()) yield frame(out);
+    const usage = translator.usage();
+    yield end({ ...(usage ? { usage } : {}), provider: started.provider });
+  } catch (err) {
+    if (signal.aborted) throw err;
+    if (isProviderError(err)) deps.router.recordFailure(started.route);
+    const code = err instanceof GatewayError ? err.code : 'upstream_error';
+    const message = err instanceof GatewayError ? err.message : 'The upstream provider stream failed.';
+    yield end({ errorCode: code, errorMessage: message, provider: started.provider });
+  }
+}
+
+/** Input tokens from the provider's own counter. */
+export async function countTokens(deps: TextDeps, req: textV1.CountTokensRequest, signal: AbortSignal): Promise<number> {
+  const { client, body } = prepare(req, deps.now());
+  return deps.router.withFallback(
+    req.routes,
+    async (route) => {
+      const adapter = adapterFor(deps, route);
+      if (!adapter.countTokens) {
+        throw new GatewayError('capability_not_supported', `The model ${req.publicModel} has no token counter.`);
+      }
+      const dialect = providerDialect(adapter, client);
+      const upstream = translated(() => translateRequest(client, dialect, body, { upstreamModel: route.upstreamModel, stream: false }));
+      return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId });
+    },
+    { signal },
+  );
+}
