@@ -25,6 +25,8 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** Prefix of NATS subjects and streams, so concurrent runs sharing a NATS server stay apart. */
   eventsNamespace?: string;
+  /** Deadlines of the provider adapters (tests shorten them to exercise timeouts). */
+  providerTimeouts?: Record<string, number>;
   /** Per-service extra environment. */
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
 }
@@ -44,13 +46,18 @@ const FIXED_PORTS: Record<ServiceName, number> = {
 /** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
 const STOP_ORDER: ServiceName[] = ['edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
 
-/** The provider simulator as the four upstream providers, in the `PROVIDERS` format. */
-export function simulatorProviders(simulatorUrl: string): string {
+/**
+ * The provider simulator as the four upstream providers, in the `PROVIDERS` format, plus a second
+ * OpenAI account (`openai-backup`) for fallback routes. `timeouts` overrides the adapters' deadlines.
+ */
+export function simulatorProviders(simulatorUrl: string, timeouts?: Record<string, number>): string {
+  const t = timeouts ? { timeouts } : {};
   return JSON.stringify([
-    { name: 'openai', kind: 'openai', baseUrl: `${simulatorUrl}/openai/v1`, apiKey: 'sim-openai-key' },
-    { name: 'anthropic', kind: 'anthropic', baseUrl: `${simulatorUrl}/anthropic`, apiKey: 'sim-anthropic-key' },
-    { name: 'google', kind: 'google', baseUrl: `${simulatorUrl}/google/v1beta`, apiKey: 'sim-google-key' },
-    { name: 'compat', kind: 'compat', baseUrl: `${simulatorUrl}/compat/v1`, apiKey: 'sim-compat-key' },
+    { name: 'openai', kind: 'openai', baseUrl: `${simulatorUrl}/openai/v1`, apiKey: 'sim-openai-key', ...t },
+    { name: 'openai-backup', kind: 'openai', baseUrl: `${simulatorUrl}/openai/v1`, apiKey: 'sim-openai-key', ...t },
+    { name: 'anthropic', kind: 'anthropic', baseUrl: `${simulatorUrl}/anthropic`, apiKey: 'sim-anthropic-key', ...t },
+    { name: 'google', kind: 'google', baseUrl: `${simulatorUrl}/google/v1beta`, apiKey: 'sim-google-key', ...t },
+    { name: 'compat', kind: 'compat', baseUrl: `${simulatorUrl}/compat/v1`, apiKey: 'sim-compat-key', ...t },
   ]);
 }
 
@@ -76,6 +83,8 @@ export interface RunningSystem {
   stopService(name: ServiceName): Promise<void>;
   /** Starts a stopped service again with the same settings. */
   restartService(name: ServiceName): Promise<void>;
+  /** Starts another gateway replica on a free port (stopped with the system); resolves with its base URL. */
+  addGateway(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -143,8 +152,9 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const port = (name: ServiceName) => String(opts.internalPorts === 'fixed' ? FIXED_PORTS[name] : 0);
   let logStreams: WriteStream[] = [];
 
-  async function launch(name: ServiceName): Promise<RunningService> {
-    const readyFile = join(runDir, `${name}.ready`);
+  /** Starts one process of a service; `instance` names extra replicas (their own ready and log files). */
+  async function launch(name: ServiceName, instance: string = name): Promise<RunningService> {
+    const readyFile = join(runDir, `${instance}.ready`);
     const extra = { ...specs.get(name)!(), READY_FILE: readyFile };
     const entry = join(ROOT, 'services', name, 'src', 'main.ts');
     const child = spawn(process.execPath, [entry], {
@@ -157,21 +167,23 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       pipeLines(child.stdout!, `[${name}]`);
       pipeLines(child.stderr!, `[${name}]`);
     } else {
-      logFile = join(opts.logs, `${name}.log`);
+      logFile = join(opts.logs, `${instance}.log`);
       const out = createWriteStream(logFile, { flags: 'a' });
       logStreams.push(out);
       child.stdout!.pipe(out, { end: false });
       child.stderr!.pipe(out, { end: false });
     }
-    const address = await waitForReadyFile(readyFile, child, name, 60_000).catch((err: unknown) => {
+    const address = await waitForReadyFile(readyFile, child, instance, 60_000).catch((err: unknown) => {
       child.kill('SIGKILL');
-      const hint = logFile ? `\n--- ${name} log ---\n${readFileSync(logFile, 'utf8').slice(-4000)}` : '';
+      const hint = logFile ? `\n--- ${instance} log ---\n${readFileSync(logFile, 'utf8').slice(-4000)}` : '';
       throw new Error(`${(err as Error).message}${hint}`);
     });
-    const svc: RunningService = { name, child, address, logFile };
-    services.set(name, svc);
+    const svc: RunningService = { name, child, address, ...(logFile ? { logFile } : {}) };
+    if (instance === name) services.set(name, svc);
+    else extras.push(svc);
     return svc;
   }
+  const extras: RunningService[] = [];
 
   const system: RunningSystem = {
     baseUrl: '',
@@ -191,7 +203,17 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       if (existsSync(readyFile)) await import('node:fs/promises').then((fs) => fs.rm(readyFile));
       await launch(name);
     },
+    async addGateway() {
+      const original = specs.get('edge-gateway')!;
+      specs.set('edge-gateway', () => ({ ...original(), GATEWAY_PORT: '0' }));
+      try {
+        return (await launch('edge-gateway', `edge-gateway-${extras.length + 2}`)).address;
+      } finally {
+        specs.set('edge-gateway', original);
+      }
+    },
     async stop() {
+      for (const svc of extras.splice(0)) await stopChild(svc.child, 15_000);
       for (const name of STOP_ORDER) {
         const svc = services.get(name);
         if (svc) await stopChild(svc.child, 15_000);
@@ -205,7 +227,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     specs.set('provider-simulator', () => ({ SIM_HOST: '127.0.0.1', SIM_PORT: port('provider-simulator') }));
     system.simulatorUrl = (await launch('provider-simulator')).address;
 
-    const providers = process.env.PROVIDERS ?? simulatorProviders(system.simulatorUrl);
+    const providers = process.env.PROVIDERS ?? simulatorProviders(system.simulatorUrl, opts.providerTimeouts);
     const grpc = (name: ServiceName, extra: Record<string, string> = {}) =>
       specs.set(name, () => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: port(name), ...extra }));
     grpc('billing');

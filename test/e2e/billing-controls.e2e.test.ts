@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { catalogClient, openaiClient, waitForListing } from '../support/clients.ts';
+import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until `check` holds or `ms` pass; returns how long it took, or -1. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start <= ms) {
+    if (await check()) return Date.now() - start;
+    await sleep(20);
+  }
+  return -1;
+}
+
+// Two gateway replicas over one billing and catalog: what one replica learns, every replica must.
+describe('keys, limits, rate limits and switches across two gateway replicas', () => {
+  let system: RunningSystem;
+  let second: string;
+
+  const call = (base: string, key: string, path = '/models', body?: unknown) =>
+    fetch(`${base}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const codeOf = async (res: Response) => ((await res.json()) as { error?: { code: string } }).error?.code;
+
+  beforeAll(async () => {
+    system = await startTestSystem();
+    second = await system.addGateway();
+    const catalog = catalogClient(system);
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    catalog.close();
+  }, 120_000);
+  afterAll(async () => {
+    if (!system) return;
+    const audit = (await admin(system, 'ledger', 'audit')) as { ok: boolean; problems: unknown[] };
+    await system.stop();
+    expect(audit).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it('a revocation reaches both replicas within a second, although both had the key cached', async () => {
+    const { apiKey, keyId } = await fundedAccount(system, 10);
+    for (const base of [system.baseUrl, second]) expect((await call(base, apiKey)).status).toBe(200);
+    await admin(system, 'key', 'revoke', keyId);
+    for (const base of [system.baseUrl, second]) {
+      const took = await within(1_000, async () => (await call(base, apiKey)).status === 401);
+      expect(took).toBeGreaterThanOrEqual(0);
+      expect(await codeOf(await call(base, apiKey))).toBe('auth_revoked');
+    }
+  });
+
+  it('the account rate limit is shared by both replicas, with Retry-After and the blocking axis', async () => {
+    const { accountId, apiKey } = await fundedAccount(system, 10);
+    await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '1000', '--per-minute', '6');
+    if (new Date().getSeconds() > 50) await sleep((61 - new Date().getSeconds()) * 1000); // stay inside one minute window
+    const results = [];
+    for (let i = 0; i < 10; i++) results.push(await call(i % 2 === 0 ? system.baseUrl : second, apiKey));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(6);
+    const refused = results.filter((r) => r.status === 429);
+    expect(refused).toHaveLength(4);
+    const body = (await refused[0]!.json()) as { error: { code: string; limit_type: string; retry_after_seconds: number } };
+    expect(body.error).toMatchObject({ code: 'rate_limit_exceeded', limit_type: 'per_minute' });
+    expect(body.error.retry_after_seconds).toBeGreaterThanOrEqual(1);
+    expect(refused[0]!.headers.get('retry-after')).toBe(String(body.error.retry_after_seconds));
+  }, 30_000);
+
+  it('operator switches reach both replicas within a second and pause generation only', async () => {
+    const { apiKey } = await fundedAccount(system, 10);
+    try {
+      await admin(system, 'switch', 'set', 'maintenance', 'on');
+      for (const base of [system.baseUrl, second]) {
+        expect(await within(1_000, async () => (await call(base, apiKey, '/chat/completions', {})).status === 503)).toBeGreaterThanOrEqual(0);
+        expect(await codeOf(await call(base, apiKey, '/chat/completions', {}))).toBe('system_maintenance');
+        expect((await call(base, apiKey)).status).toBe(200); // the listing is not a generation request
+      }
+      await admin(system, 'switch', 'set', 'maintenance', 'off');
+      await admin(system, 'switch', 'set', 'ai-requests', 'off');
+      for (const base of [system.baseUrl, second]) {
+        expect(await within(1_000, async () => (await codeOf(await call(base, apiKey, '/messages', {}))) === 'ai_requests_disabled')).toBeGreaterThanOrEqual(0);
+      }
+    } finally {
+      await admin(system, 'switch', 'set', 'maintenance', 'off');
+      await admin(system, 'switch', 'set', 'ai-requests', 'on');
+    }
+    for (const base of [system.baseUrl, second]) {
+      expect(await within(1_000, async () => (await codeOf(await call(base, apiKey, '/chat/completions', {}))) === 'invalid_request')).toBeGreaterThanOrEqual(0);
+    }
+  });
+
+  it('a per-key limit answers 429 api_key_limit_exceeded with its type and period, not retryable', async () => {
+    const { apiKey, keyId } = await fundedAccount(system, 100_000);
+    await waitForListing(system, apiKey, ['gpt-sim-mini']);
+    await admin(system, 'key', 'limit', 'set', '--key', keyId, '--type', 'requests', '--period', 'daily', '--value', '1');
+    const openai = openaiClient(system, apiKey);
+    await openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'one' }] });
+    const res = await call(second, apiKey, '/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'two' }] });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'api_key_limit_exceeded', limit_type: 'requests', period: 'daily' });
+    const usage = (await admin(system, 'usage', '--key', keyId)) as { records: Array<{ model: string; endpoint: string; credits: number }> };
+    expect(usage.records).toHaveLength(1);
+    expect(usage.records[0]).toMatchObject({ model: 'gpt-sim-mini', endpoint: 'chat/completions' });
+    await admin(system, 'key', 'limit', 'clear', '--key', keyId, '--type', 'requests', '--period', 'daily');
+    expect((await call(second, apiKey, '/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'three' }] })).status).toBe(200);
+  });
+
+  it('the operator CLI lists keys without plaintext and shows wallets', async () => {
+    const { accountId, apiKey } = await fundedAccount(system, 42);
+    const listed = (await admin(system, 'key', 'list', '--account', accountId)) as { keys: Array<Record<string, unknown>> };
+    expect(listed.keys).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(apiKey.slice(4));
+    expect(listed.keys[0]).toMatchObject({ prefix: apiKey.slice(0, 8), last_four: apiKey.slice(-4), revoked_at: null });
+    expect(await admin(system, 'wallet', 'show', '--account', accountId)).toEqual({ balance: 42 });
+  });
+});

@@ -1,0 +1,330 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { anthropicClient, balanceOf, catalogClient, openaiClient, waitForListing } from '../support/clients.ts';
+import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+
+/** Prices of the demo text models (credits per million tokens). */
+const PRICE: Record<string, number> = Object.fromEntries(DEMO_MODELS.map((m) => [m.id, Number(m.priceCreditPerUnit)]));
+const TEXT_MODELS = ['gpt-sim-mini', 'claude-sim-sonnet', 'gemini-sim-flash', 'compat-sim-chat'];
+const charge = (model: string, tokens: number) => Math.max(1, Math.ceil((tokens * PRICE[model]!) / 1_000_000));
+
+const WEATHER_TOOL = {
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+describe('text protocols through the whole system, with the official SDKs', () => {
+  let system: RunningSystem;
+  let account: { accountId: string; keyId: string; apiKey: string };
+
+  beforeAll(async () => {
+    system = await startTestSystem({ providerTimeouts: { textFirstByteMs: 2_000, listMs: 2_000 } });
+    const catalog = catalogClient(system);
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    catalog.close();
+    account = await fundedAccount(system, 10_000_000);
+    await waitForListing(system, account.apiKey, TEXT_MODELS);
+  }, 120_000);
+  afterAll(() => system?.stop());
+
+  it('chat completions: answer, usage, and the exact charge in `service`', async () => {
+    const openai = openaiClient(system, account.apiKey);
+    const before = await balanceOf(system, account.accountId);
+    const res = await openai.chat.completions.create({
+      model: 'gpt-sim-mini',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Say hello.' },
+      ],
+    });
+    expect(res.choices[0]?.message.content).toMatch(/\S/);
+    const usage = res.usage!;
+    expect(usage.total_tokens).toBe(usage.prompt_tokens + usage.completion_tokens);
+    const service = (res as unknown as { service: { credit_charged: number; balance_after: number } }).service;
+    expect(service.credit_charged).toBe(charge('gpt-sim-mini', usage.total_tokens));
+    expect(service.balance_after).toBe(before - service.credit_charged);
+    expect(await balanceOf(system, account.accountId)).toBe(service.balance_after);
+  });
+
+  it('chat completions stream: deltas, then a final chunk with usage and `service`, then [DONE]', async () => {
+    const openai = openaiClient(system, account.apiKey);
+    const stream = await openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Count to five.' }], stream: true });
+    let text = '';
+    let last: Record<string, unknown> | undefined;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta?.content ?? '';
+      last = chunk as unknown as Record<string, unknown>;
+    }
+    expect(chunks).toBeGreaterThan(2);
+    expect(text).toMatch(/\S/);
+    const usage = last!.usage as { total_tokens: number };
+    expect(usage.total_tokens).toBeGreaterThan(0);
+    expect((last!.service as { credit_charged: number }).credit_charged).toBe(charge('gpt-sim-mini', usage.total_tokens));
+  });
+
+  it('messages (Anthropic SDK): answer and stream from message_start to message_stop', async () => {
+    const anthropic = anthropicClient(system, account.apiKey);
+    const msg = await anthropic.messages.create({ model: 'claude-sim-sonnet', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'Hello?' }] });
+    expect(msg.content[0]?.type).toBe('text');
+    expect(msg.stop_reason).toMatch(/end_turn|max_tokens/);
+    const total = msg.usage.input_tokens + msg.usage.output_tokens + (msg.usage.cache_creation_input_tokens ?? 0) + (msg.usage.cache_read_input_tokens ?? 0);
+    expect((msg as unknown as { service: { credit_charged: number } }).service.credit_charged).toBe(charge('claude-sim-sonnet', total));
+
+    const stream = anthropic.messages.stream({ model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'Stream please.' }] });
+    const types: string[] = [];
+    stream.on('streamEvent', (e) => types.push(e.type));
+    const final = await stream.finalMessage();
+    expect(types[0]).toBe('message_start');
+    expect(types.at(-1)).toBe('message_stop');
+    expect(types).toContain('message_delta');
+    expect(final.content.map((b) => (b.type === 'text' ? b.text : '')).join('')).toMatch(/\S/);
+  });
+
+  it('responses: answer and stream from response.created to response.completed', async () => {
+    const openai = openaiClient(system, account.apiKey);
+    const res = await openai.responses.create({ model: 'gpt-sim-mini', input: 'Hello there', instructions: 'Be brief.' });
+    expect(res.status).toBe('completed');
+    expect(res.output_text).toMatch(/\S/);
+    expect((res as unknown as { service: { credit_charged: number } }).service.credit_charged).toBe(charge('gpt-sim-mini', res.usage!.total_tokens));
+
+    const stream = await openai.responses.create({ model: 'gpt-sim-mini', input: 'Stream it', stream: true });
+    const types: string[] = [];
+    let completed: Record<string, unknown> | undefined;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.completed') completed = event.response as unknown as Record<string, unknown>;
+    }
+    expect(types[0]).toBe('response.created');
+    expect(types.at(-1)).toBe('response.completed');
+    expect(types).toContain('response.output_text.delta');
+    expect(completed!.service).toMatchObject({ credit_charged: expect.any(Number), balance_after: expect.any(Number) });
+  });
+
+  it('POST /chat answers the original contract only', async () => {
+    const res = await fetch(`${system.baseUrl}/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sim-sonnet', messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['balanceAfter', 'creditCharged', 'reply', 'tokensUsed']);
+    expect(body.creditCharged).toBe(charge('claude-sim-sonnet', body.tokensUsed as number));
+    expect(body.balanceAfter).toBe(await balanceOf(system, account.accountId));
+  });
+
+  it('count_tokens uses the model’s counter, counts tools, and is free', async () => {
+    const anthropic = anthropicClient(system, account.apiKey);
+    const before = await balanceOf(system, account.accountId);
+    const messages = [{ role: 'user' as const, content: 'What is the weather in Hanoi?' }];
+    const plain = await anthropic.messages.countTokens({ model: 'claude-sim-sonnet', messages });
+    const withTools = await anthropic.messages.countTokens({
+      model: 'claude-sim-sonnet',
+      messages,
+      tools: [{ name: WEATHER_TOOL.name, description: WEATHER_TOOL.description, input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+    });
+    expect(plain.input_tokens).toBeGreaterThan(0);
+    expect(withTools.input_tokens).toBeGreaterThan(plain.input_tokens);
+    // OpenAI's counter serves a model of another provider through the messages protocol too.
+    expect((await anthropic.messages.countTokens({ model: 'gpt-sim-mini', messages })).input_tokens).toBeGreaterThan(0);
+    expect(await balanceOf(system, account.accountId)).toBe(before);
+    // A provider without a counter does not offer the capability.
+    await expect(anthropic.messages.countTokens({ model: 'compat-sim-chat', messages })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('tools round trip on chat completions and on messages', async () => {
+    const openai = openaiClient(system, account.apiKey);
+    const first = await openai.chat.completions.create({
+      model: 'gpt-sim-mini',
+      messages: [{ role: 'user', content: 'What is the weather in Hanoi?' }],
+      tools: [{ type: 'function', function: WEATHER_TOOL }],
+    });
+    const call = first.choices[0]!.message.tool_calls?.[0];
+    expect(first.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(call?.type === 'function' && call.function.name).toBe('get_weather');
+    const second = await openai.chat.completions.create({
+      model: 'gpt-sim-mini',
+      messages: [
+        { role: 'user', content: 'What is the weather in Hanoi?' },
+        first.choices[0]!.message,
+        { role: 'tool', tool_call_id: call!.id, content: '31°C and sunny' },
+      ],
+      tools: [{ type: 'function', function: WEATHER_TOOL }],
+    });
+    expect(second.choices[0]!.message.content).toMatch(/\S/);
+
+    const anthropic = anthropicClient(system, account.apiKey);
+    const tools = [{ name: WEATHER_TOOL.name, description: WEATHER_TOOL.description, input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+    const msg = await anthropic.messages.create({ model: 'gemini-sim-flash', max_tokens: 128, tools, messages: [{ role: 'user', content: 'What is the weather in Hanoi?' }] });
+    expect(msg.stop_reason).toBe('tool_use');
+    const toolUse = msg.content.find((b) => b.type === 'tool_use');
+    expect(toolUse?.type === 'tool_use' && toolUse.name).toBe('get_weather');
+    const reply = await anthropic.messages.create({
+      model: 'gemini-sim-flash',
+      max_tokens: 128,
+      tools,
+      messages: [
+        { role: 'user', content: 'What is the weather in Hanoi?' },
+        { role: 'assistant', content: msg.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse!.type === 'tool_use' ? toolUse!.id : '', content: '31°C' }] },
+      ],
+    });
+    expect(reply.stop_reason).toBe('end_turn');
+  });
+
+  describe.each(TEXT_MODELS)('every protocol on %s', (model) => {
+    it.each([false, true])('chat completions (stream %s)', async (stream) => {
+      const openai = openaiClient(system, account.apiKey);
+      if (!stream) {
+        const res = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }] });
+        expect(res.model).toBe(model);
+        expect(res.choices[0]!.message.content).toMatch(/\S/);
+        expect((res as unknown as { service: { credit_charged: number } }).service.credit_charged).toBe(charge(model, res.usage!.total_tokens));
+        return;
+      }
+      let text = '';
+      let usage: { total_tokens: number } | undefined;
+      for await (const c of await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], stream: true })) {
+        text += c.choices[0]?.delta?.content ?? '';
+        if (c.usage) usage = c.usage;
+      }
+      expect(text).toMatch(/\S/);
+      expect(usage!.total_tokens).toBeGreaterThan(0);
+    });
+
+    it.each([false, true])('messages (stream %s)', async (stream) => {
+      const anthropic = anthropicClient(system, account.apiKey);
+      const msg = stream
+        ? await anthropic.messages.stream({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] }).finalMessage()
+        : await anthropic.messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] });
+      expect(msg.model).toBe(model);
+      expect(msg.content.map((b) => (b.type === 'text' ? b.text : '')).join('')).toMatch(/\S/);
+      expect(msg.usage.output_tokens).toBeGreaterThan(0);
+    });
+
+    it.each([false, true])('responses (stream %s)', async (stream) => {
+      const openai = openaiClient(system, account.apiKey);
+      if (!stream) {
+        const res = await openai.responses.create({ model, input: 'Hi' });
+        expect(res.model).toBe(model);
+        expect(res.output_text).toMatch(/\S/);
+        return;
+      }
+      let text = '';
+      let done = false;
+      for await (const e of await openai.responses.create({ model, input: 'Hi', stream: true })) {
+        if (e.type === 'response.output_text.delta') text += e.delta;
+        if (e.type === 'response.completed') done = e.response.usage!.total_tokens > 0;
+      }
+      expect(text).toMatch(/\S/);
+      expect(done).toBe(true);
+    });
+  });
+
+  it.each([
+    ['429', 429, 'upstream_rate_limited'],
+    ['500', 502, 'upstream_error'],
+    ['malformed', 502, 'upstream_error'],
+    ['timeout', 504, 'upstream_timeout'],
+  ])('an upstream %s answers %i %s and charges nothing', async (fault, status, code) => {
+    const before = await balanceOf(system, account.accountId);
+    const res = await fetch(`${system.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sim-sonnet', messages: [{ role: 'user', content: `hello [[sim:fault=${fault}]]` }] }),
+    });
+    expect(res.status).toBe(status);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(code);
+    expect(await balanceOf(system, account.accountId)).toBe(before);
+  }, 20_000);
+
+  it('a stream failing upstream before its usage ends with the protocol’s error event and charges nothing', async () => {
+    const before = await balanceOf(system, account.accountId);
+    const anthropic = anthropicClient(system, account.apiKey);
+    const stream = anthropic.messages.stream({ model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'go [[sim:fault=stream_error]]' }] });
+    await expect(stream.finalMessage()).rejects.toBeDefined();
+    const openai = openaiClient(system, account.apiKey);
+    await expect(
+      (async () => {
+        for await (const _ of await openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'go [[sim:fault=stream_error]]' }], stream: true })) {
+          // drain
+        }
+      })(),
+    ).rejects.toBeDefined();
+    expect(await balanceOf(system, account.accountId)).toBe(before);
+  });
+
+  it('a client that leaves mid-stream is billed for the real usage of the whole stream', async () => {
+    const mine = await fundedAccount(system, 1_000_000);
+    const controller = new AbortController();
+    const res = await fetch(`${system.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${mine.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-sim-mini', stream: true, messages: [{ role: 'user', content: 'A long story please [[sim:latency=50]]' }] }),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    // The gateway drains the upstream stream and settles; the usage record shows the charge.
+    const deadline = Date.now() + 10_000;
+    let records: Array<{ credits: number; endpoint: string }> = [];
+    while (Date.now() < deadline && records.length === 0) {
+      records = ((await admin(system, 'usage', '--key', mine.keyId)) as { records: typeof records }).records;
+      if (records.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(records).toHaveLength(1);
+    expect(records[0]!.credits).toBeGreaterThanOrEqual(1);
+    expect(await balanceOf(system, mine.accountId)).toBe(1_000_000 - records[0]!.credits);
+  });
+
+  it('a success without usage charges the minimum and blocks text on the key until an operator resolves it', async () => {
+    const mine = await fundedAccount(system, 1_000);
+    const openai = openaiClient(system, mine.apiKey);
+    const res = await openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'x [[sim:fault=no_usage]]' }] });
+    expect((res as unknown as { service: { credit_charged: number } }).service.credit_charged).toBe(1);
+    await expect(openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'again' }] })).rejects.toMatchObject({
+      status: 503,
+      error: { code: 'api_key_quota_reconciliation_required' },
+    });
+    expect(((await admin(system, 'reconcile', 'list')) as { items: Array<{ key_id: string }> }).items.map((i) => i.key_id)).toContain(mine.keyId);
+    await admin(system, 'reconcile', 'resolve', '--key', mine.keyId, '--note', 'checked');
+    await expect(openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'again' }] })).resolves.toBeTruthy();
+  });
+
+  it('keeps an exact balance chain across consecutive requests', async () => {
+    const mine = await fundedAccount(system, 500_000);
+    const openai = openaiClient(system, mine.apiKey);
+    let expected = 500_000;
+    for (const model of TEXT_MODELS) {
+      const res = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: `chain ${model}` }] });
+      const service = (res as unknown as { service: { credit_charged: number; balance_after: number } }).service;
+      expected -= service.credit_charged;
+      expect(service.balance_after).toBe(expected);
+    }
+    expect(await balanceOf(system, mine.accountId)).toBe(expected);
+  });
+
+  it('refuses invalid bodies with invalid_request and names the problem', async () => {
+    const post = (path: string, body: unknown) =>
+      fetch(`${system.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error: { code: string; message: string } } }));
+    const noCap = await post('/messages', { model: 'claude-sim-sonnet', messages: [{ role: 'user', content: 'x' }] });
+    expect(noCap).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
+    expect(noCap.body.error.message).toMatch(/max_tokens/);
+    const badRole = await post('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'wizard', content: 'x' }] });
+    expect(badRole.body.error.message).toMatch(/messages\[0\]\.role/);
+    expect((await post('/responses', { model: 'gpt-sim-mini' })).body.error.code).toBe('invalid_request');
+    expect((await post('/chat/completions', { model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] })).body.error.code).toBe('unknown_model');
+    expect((await post('/chat/completions', { model: 'gpt-sim-image', messages: [{ role: 'user', content: 'x' }] })).body.error.code).toBe(
+      'capability_not_supported',
+    );
+  });
+});

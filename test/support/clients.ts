@@ -1,0 +1,49 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { billingV1, catalogV1, createClient } from '@gw/contracts';
+import OpenAI from 'openai';
+import type { RunningSystem } from '../../scripts/system.ts';
+
+/** The official OpenAI SDK pointed at the gateway, with its own retries off so tests see every answer. */
+export function openaiClient(system: RunningSystem, apiKey: string): OpenAI {
+  return new OpenAI({ baseURL: system.baseUrl, apiKey, maxRetries: 0, timeout: 30_000 });
+}
+
+/**
+ * The official Anthropic SDK pointed at the gateway. It appends `/v1/...` itself, so its base is the
+ * origin; our keys travel as `Authorization: Bearer` (its `authToken`), as on every endpoint.
+ */
+export function anthropicClient(system: RunningSystem, apiKey: string): Anthropic {
+  return new Anthropic({ baseURL: new URL(system.baseUrl).origin, authToken: apiKey, apiKey: null, maxRetries: 0, timeout: 30_000 });
+}
+
+export function billingClient(system: RunningSystem) {
+  return createClient(billingV1.BillingService, system.billingAddr);
+}
+
+export function catalogClient(system: RunningSystem) {
+  return createClient(catalogV1.CatalogService, system.catalogAddr);
+}
+
+export async function balanceOf(system: RunningSystem, accountId: string): Promise<number> {
+  const billing = billingClient(system);
+  try {
+    return Number((await billing.getWallet({ accountId })).balance);
+  } finally {
+    billing.close();
+  }
+}
+
+/** Waits until the gateway lists every id (its catalog snapshot is reloaded by events). */
+export async function waitForListing(system: RunningSystem, apiKey: string, ids: string[], timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let listed: string[] = [];
+  while (Date.now() < deadline) {
+    const res = await fetch(`${system.baseUrl}/models`, { headers: { authorization: `Bearer ${apiKey}` } });
+    if (res.ok) {
+      listed = ((await res.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
+      if (ids.every((id) => listed.includes(id))) return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`models not listed in time: ${ids.filter((id) => !listed.includes(id)).join(', ')}`);
+}
