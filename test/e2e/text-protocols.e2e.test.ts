@@ -20,7 +20,11 @@ describe('text protocols through the whole system, with the official SDKs', () =
   let account: { accountId: string; keyId: string; apiKey: string };
 
   beforeAll(async () => {
-    system = await startTestSystem({ providerTimeouts: { textFirstByteMs: 2_000, listMs: 2_000 } });
+    // Fault tests here fail routes on purpose; cool-down has its own test (fallback suite).
+    system = await startTestSystem({
+      providerTimeouts: { textFirstByteMs: 2_000, textTotalMs: 5_000, listMs: 2_000 },
+      serviceEnv: { text: { ROUTE_FAILURE_THRESHOLD: '1000' } },
+    });
     const catalog = catalogClient(system);
     for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
     catalog.close();

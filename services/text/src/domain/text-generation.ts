@@ -48,6 +48,15 @@ function translated<T>(fn: () => T): T {
   }
 }
 
+/**
+ * The body for one route's provider. Adapters take the upstream model in the body even where the
+ * wire carries it in the URL (Gemini), so it is always set here.
+ */
+function upstreamBody(client: TextDialect, dialect: TextDialect, body: Json, route: catalogV1.Route, stream: boolean): Json {
+  const out = translated(() => translateRequest(client, dialect, body, { upstreamModel: route.upstreamModel, stream }));
+  return { ...out, model: route.upstreamModel };
+}
+
 export function toUsageProto(u: Usage | undefined): textV1.Usage | undefined {
   if (!u) return undefined;
   return create(textV1.UsageSchema, {
@@ -67,7 +76,7 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
     async (route) => {
       const adapter = adapterFor(deps, route);
       const upstreamDialect = providerDialect(adapter, client);
-      const upstream = translated(() => translateRequest(client, upstreamDialect, body, { upstreamModel: route.upstreamModel, stream: false }));
+      const upstream = upstreamBody(client, upstreamDialect, body, route, false);
       const res = await adapter.text(upstreamDialect, upstream, { stream: false, signal, requestId: req.requestId });
       if (res.kind !== 'json') throw new GatewayError('upstream_error', 'The provider streamed an answer that was not asked to stream.');
       return { dialect: upstreamDialect, answer: res.body, provider: adapter.name };
@@ -112,7 +121,7 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
     async (route) => {
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
-      const upstream = translated(() => translateRequest(client, dialect, body, { upstreamModel: route.upstreamModel, stream: true }));
+      const upstream = upstreamBody(client, dialect, body, route, true);
       const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId });
       if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
       return { route, dialect, events: res.events, provider: adapter.name };
@@ -147,7 +156,7 @@ export async function countTokens(deps: TextDeps, req: textV1.CountTokensRequest
         throw new GatewayError('capability_not_supported', `The model ${req.publicModel} has no token counter.`);
       }
       const dialect = providerDialect(adapter, client);
-      const upstream = translated(() => translateRequest(client, dialect, body, { upstreamModel: route.upstreamModel, stream: false }));
+      const upstream = upstreamBody(client, dialect, body, route, false);
       return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId });
     },
     { signal },
