@@ -5,7 +5,9 @@ import { authenticate } from './auth/authenticate.ts';
 import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
 import { modelsRoutes } from './protocols/models.route.ts';
+import { imagesRoutes } from './protocols/images.routes.ts';
 import { textRoutes } from './protocols/text.routes.ts';
+import { videosRoutes } from './protocols/videos.routes.ts';
 import type { CatalogCache } from './state/catalog-cache.ts';
 import type { SwitchState } from './state/switches.ts';
 
@@ -85,6 +87,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       });
       await api.register(modelsRoutes, deps);
       await api.register(textRoutes, deps);
+      await api.register(imagesRoutes, deps);
+      await api.register(videosRoutes, deps);
     },
     { prefix: deps.basePath },
   );
