@@ -109,6 +109,11 @@ export function errorFromStatus(
   if (status === 408) {
     return new ProviderError('upstream_timeout', `The upstream provider timed out`, { ...base, retryable: true });
   }
+  if (status === 404) {
+    // The provider does not know the model (or endpoint) this route names: the route is stale,
+    // not the client's request wrong, and another route may serve it.
+    return new ProviderError('upstream_error', `The upstream provider does not serve this model or endpoint`, { ...base, retryable: true });
+  }
   if (status >= 400 && status < 500) {
     const why = detail === undefined ? `status ${status}` : sanitize(detail, secrets);
     return new ProviderError('invalid_request', `The upstream provider rejected the request: ${why}`, {

@@ -21,6 +21,11 @@ export interface ProviderConfig {
   /** Secret; only ever sent in the provider's auth header, never logged or put in messages. */
   apiKey: string;
   timeouts?: Partial<Timeouts>;
+  /**
+   * Extra hosts this provider's image URLs may come from (e.g. a blob store), beside the base URL's
+   * own host; `*.example.com` matches subdomains. Used with `fetchProviderImage`.
+   */
+  imageHosts?: string[];
 }
 
 /** Deadlines in milliseconds; each capability has its own because their latencies differ by orders. */
@@ -83,11 +88,16 @@ export interface ImageBytes {
   mimeType: string;
 }
 
+/** Image formats a provider can be asked for. */
+export type ImageMimeType = 'image/png' | 'image/jpeg' | 'image/webp';
+
 export interface ImageRequest {
   model: string;
   prompt: string;
   n: number;
   size?: string;
+  /** Asks the provider for this encoding where it lets the caller choose (OpenAI `output_format`). */
+  outputMimeType?: ImageMimeType;
 }
 
 export interface ImageEditRequest {
@@ -95,6 +105,8 @@ export interface ImageEditRequest {
   prompt: string;
   n: number;
   image: ImageBytes;
+  size?: string;
+  outputMimeType?: ImageMimeType;
 }
 
 export interface VideoRequest {
@@ -120,6 +132,8 @@ export interface ProviderAdapter {
   readonly kind: ProviderKind;
   /** Dialects this provider speaks natively, preferred first. */
   readonly textDialects: readonly TextDialect[];
+  /** Hosts this provider's image URLs may come from; pass to `fetchProviderImage`. */
+  readonly imageHosts?: readonly string[];
   /** Upstream model ids the provider currently serves. */
   listModels(opts?: CallOptions): Promise<string[]>;
   /**
@@ -145,6 +159,8 @@ export interface ProviderAdapter {
     range: string | undefined,
     opts?: CallOptions,
   ): Promise<VideoDownload>;
+  /** Closes the provider's connection pool (at shutdown). */
+  close?(): Promise<void>;
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = {

@@ -1,0 +1,33 @@
+export type {
+  CallOptions,
+  GeneratedImage,
+  ImageBytes,
+  ImageEditRequest,
+  ImageMimeType,
+  ImageRequest,
+  ProviderAdapter,
+  ProviderConfig,
+  ProviderKind,
+  SseEvent,
+  TextDialect,
+  TextResult,
+  Timeouts,
+  VideoDownload,
+  VideoRequest,
+  VideoStatus,
+} from './types.ts';
+export { DEFAULT_TIMEOUTS } from './types.ts';
+export {
+  ProviderError,
+  errorFromStatus,
+  errorFromStreamEvent,
+  isProviderError,
+  malformed,
+  sanitize,
+  upstreamMessage,
+} from './errors.ts';
+export { ProviderConfigError, ProviderRegistry, createAdapter, parseProviderConfigs } from './registry.ts';
+export { FallbackRouter, orderRoutes } from './routing.ts';
+export type { Route, RouterOptions } from './routing.ts';
+export { fetchProviderImage, isAllowedImageUrl } from './image-fetch.ts';
+export type { ImageFetchOptions } from './image-fetch.ts';

@@ -1,0 +1,52 @@
+/** Helpers the dialect codecs share for building and reading the neutral message list. */
+import type { Message, Part, ResponseContext, TextPart, ToolCallPart, ToolResultPart } from '../ir.ts';
+
+export function pushMessage(messages: Message[], role: Message['role'], parts: Part[]): void {
+  if (parts.length > 0) messages.push({ role, parts });
+}
+
+/**
+ * Adds a tool result to the trailing user turn of results, or starts one. Chat and responses carry
+ * each result as a message/item of its own; messages and gemini want them grouped in one turn.
+ */
+export function pushToolResult(messages: Message[], part: ToolResultPart): void {
+  const last = messages.at(-1);
+  if (last?.role === 'user' && last.parts.every((p) => p.type === 'tool_result')) last.parts.push(part);
+  else messages.push({ role: 'user', parts: [part] });
+}
+
+/** Adds a tool call to the trailing assistant turn (responses items are flat, one call per item). */
+export function pushToolCall(messages: Message[], part: ToolCallPart): void {
+  const last = messages.at(-1);
+  if (last?.role === 'assistant') last.parts.push(part);
+  else messages.push({ role: 'assistant', parts: [part] });
+}
+
+export function textPart(text: string): TextPart[] {
+  return text === '' ? [] : [{ type: 'text', text }];
+}
+
+export function joinText(parts: readonly Part[]): string {
+  let text = '';
+  for (const part of parts) if (part.type === 'text') text += part.text;
+  return text;
+}
+
+/** Tool results first: messages requires them at the start of their turn, chat/responses before the user's text. */
+export function resultsFirst(parts: readonly Part[]): { results: ToolResultPart[]; rest: Part[] } {
+  const results: ToolResultPart[] = [];
+  const rest: Part[] = [];
+  for (const part of parts) {
+    if (part.type === 'tool_result') results.push(part);
+    else rest.push(part);
+  }
+  return { results, rest };
+}
+
+/**
+ * Id for a gemini function call, which has none: deterministic, and unique across turns because it
+ * includes the response id (clients and the messages dialect expect distinct call ids).
+ */
+export function synthesizedCallId(ctx: ResponseContext, n: number): string {
+  return `call_${ctx.id.replace(/[^A-Za-z0-9_-]/g, '_')}_${n}`;
+}

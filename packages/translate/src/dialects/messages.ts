@@ -1,0 +1,409 @@
+/** Anthropic messages (`/v1/messages`). */
+import { TranslateError } from '../errors.ts';
+import type {
+  Codec,
+  ImagePart,
+  ImageSource,
+  IrRequest,
+  IrResponse,
+  Message,
+  OutputEvent,
+  Part,
+  RequestOptions,
+  ResponseContext,
+  SseEvent,
+  StreamEmitter,
+  StreamEvent,
+  StreamFailure,
+  StreamParser,
+  TextPart,
+  ToolChoice,
+  Usage,
+} from '../ir.ts';
+import { arr, bool, compact, isRecord, num, parseArgs, rec, str, strList, type Json } from '../json.ts';
+import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
+import { readMessagesUsage, writeMessagesUsage } from '../usage.ts';
+import { pushMessage, resultsFirst, textPart } from './common.ts';
+
+/** Used when the request names no output cap: the messages protocol requires one. */
+export const DEFAULT_MAX_TOKENS = 4096;
+
+/** Block types that are model-internal reasoning: dropped in translation, never an error. */
+const REASONING_BLOCKS = new Set(['thinking', 'redacted_thinking']);
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+function readImage(block: Json): ImagePart {
+  const source = rec(block.source);
+  if (source.type === 'base64') {
+    return { type: 'image', source: { kind: 'base64', mediaType: str(source.media_type) ?? 'image/png', data: str(source.data) ?? '' } };
+  }
+  if (source.type === 'url') return { type: 'image', source: { kind: 'url', url: str(source.url) ?? '' } };
+  throw new TranslateError(`image source type "${String(source.type)}" cannot be sent to this model`);
+}
+
+/** Text and image blocks, as in a tool result's content. */
+function readSimpleContent(content: unknown, where: string): Array<TextPart | ImagePart> {
+  if (typeof content === 'string') return textPart(content);
+  const parts: Array<TextPart | ImagePart> = [];
+  for (const raw of arr(content)) {
+    const block = rec(raw);
+    if (block.type === 'text') parts.push(...textPart(str(block.text) ?? ''));
+    else if (block.type === 'image') parts.push(readImage(block));
+    else throw new TranslateError(`${where}: content block type "${String(block.type)}" cannot be sent to this model`);
+  }
+  return parts;
+}
+
+function readContent(content: unknown, where: string): Part[] {
+  if (typeof content === 'string') return textPart(content);
+  const parts: Part[] = [];
+  arr(content).forEach((raw, j) => {
+    const block = rec(raw);
+    const at = `${where}.content[${j}]`;
+    switch (block.type) {
+      case 'tool_use':
+        parts.push({ type: 'tool_call', id: str(block.id) ?? '', name: str(block.name) ?? '', arguments: JSON.stringify(block.input ?? {}) });
+        break;
+      case 'tool_result':
+        parts.push({
+          type: 'tool_result',
+          callId: str(block.tool_use_id) ?? '',
+          content: readSimpleContent(block.content, at),
+          isError: bool(block.is_error),
+        });
+        break;
+      default:
+        if (!REASONING_BLOCKS.has(String(block.type))) parts.push(...readSimpleContent([block], at));
+    }
+  });
+  return parts;
+}
+
+function readToolChoice(value: unknown): { choice?: ToolChoice; parallel?: boolean } {
+  if (!isRecord(value)) return {};
+  const parallel = value.disable_parallel_tool_use === true ? false : undefined;
+  switch (value.type) {
+    case 'auto':
+    case 'none':
+      return { choice: { type: value.type }, parallel };
+    case 'any':
+      return { choice: { type: 'required' }, parallel };
+    case 'tool':
+      return { choice: { type: 'tool', name: str(value.name) ?? '' }, parallel };
+    default:
+      return {};
+  }
+}
+
+function parseRequest(body: Json): IrRequest {
+  const system =
+    typeof body.system === 'string' ? textPart(body.system).map((p) => p.text) : arr(body.system).flatMap((b) => str(rec(b).text) ?? []);
+  const messages: Message[] = [];
+  arr(body.messages).forEach((raw, i) => {
+    const m = rec(raw);
+    pushMessage(messages, m.role === 'assistant' ? 'assistant' : 'user', readContent(m.content, `messages[${i}]`));
+  });
+  const tools = arr(body.tools).map((raw, i) => {
+    const tool = rec(raw);
+    // Typed entries other than `custom` are Anthropic-hosted tools (web search, bash, …).
+    if (tool.type !== undefined && tool.type !== 'custom') {
+      throw new TranslateError(`tools[${i}]: tool type "${String(tool.type)}" cannot be sent to this model`);
+    }
+    return {
+      name: str(tool.name) ?? '',
+      description: str(tool.description),
+      parameters: isRecord(tool.input_schema) ? tool.input_schema : undefined,
+    };
+  });
+  const { choice, parallel } = readToolChoice(body.tool_choice);
+  return {
+    system: system.filter((s) => s !== ''),
+    messages,
+    tools,
+    toolChoice: choice,
+    parallelToolCalls: parallel,
+    maxOutputTokens: num(body.max_tokens),
+    temperature: num(body.temperature),
+    topP: num(body.top_p),
+    topK: num(body.top_k),
+    stop: strList(body.stop_sequences),
+    stream: body.stream === true,
+  };
+}
+
+function writeImageSource(source: ImageSource): Json {
+  return source.kind === 'base64'
+    ? { type: 'base64', media_type: source.mediaType, data: source.data }
+    : { type: 'url', url: source.url };
+}
+
+function writeBlock(part: Part): Json {
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: part.text };
+    case 'image':
+      return { type: 'image', source: writeImageSource(part.source) };
+    case 'tool_call':
+      return { type: 'tool_use', id: part.id, name: part.name, input: parseArgs(part.arguments) };
+    case 'tool_result': {
+      const only = part.content[0];
+      const content =
+        part.content.length === 1 && only?.type === 'text' ? only.text : part.content.length === 0 ? undefined : part.content.map(writeBlock);
+      return compact({ type: 'tool_result', tool_use_id: part.callId, content, is_error: part.isError === true ? true : undefined });
+    }
+  }
+}
+
+function writeMessage(message: Message): Json {
+  const { results, rest } = resultsFirst(message.parts);
+  const parts = [...results, ...rest];
+  const only = parts[0];
+  const content = parts.length === 1 && only?.type === 'text' ? only.text : parts.map(writeBlock);
+  return { role: message.role, content };
+}
+
+function writeToolChoice(req: IrRequest): Json | undefined {
+  const disable = req.parallelToolCalls === false ? true : undefined;
+  const choice = req.toolChoice ?? (disable ? { type: 'auto' as const } : undefined);
+  if (choice === undefined) return undefined;
+  switch (choice.type) {
+    case 'none':
+      return { type: 'none' };
+    case 'required':
+      return compact({ type: 'any', disable_parallel_tool_use: disable });
+    case 'tool':
+      return compact({ type: 'tool', name: choice.name, disable_parallel_tool_use: disable });
+    case 'auto':
+      return compact({ type: 'auto', disable_parallel_tool_use: disable });
+  }
+}
+
+function emitRequest(req: IrRequest, opts: RequestOptions): Json {
+  const hasTools = req.tools.length > 0;
+  return compact({
+    model: opts.upstreamModel,
+    max_tokens: req.maxOutputTokens ?? opts.defaultMaxOutputTokens ?? DEFAULT_MAX_TOKENS,
+    system: req.system.length === 0 ? undefined : req.system.length === 1 ? req.system[0] : req.system.map((text) => ({ type: 'text', text })),
+    messages: req.messages.map(writeMessage),
+    tools: hasTools
+      ? req.tools.map((t) => compact({ name: t.name, description: t.description, input_schema: t.parameters ?? { type: 'object', properties: {} } }))
+      : undefined,
+    tool_choice: hasTools ? writeToolChoice(req) : undefined,
+    // The messages protocol caps temperature at 1 where OpenAI allows 2.
+    temperature: req.temperature === undefined ? undefined : Math.min(1, req.temperature),
+    top_p: req.topP,
+    top_k: req.topK,
+    stop_sequences: req.stop,
+    stream: opts.stream ? true : undefined,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+function parseResponse(body: Json): IrResponse {
+  const parts: IrResponse['parts'] = [];
+  for (const raw of arr(body.content)) {
+    const block = rec(raw);
+    if (block.type === 'text') parts.push(...textPart(str(block.text) ?? ''));
+    else if (block.type === 'tool_use') {
+      parts.push({ type: 'tool_call', id: str(block.id) ?? '', name: str(block.name) ?? '', arguments: JSON.stringify(block.input ?? {}) });
+    }
+  }
+  const usage = readMessagesUsage(body.usage);
+  const stopReason = readStopReason('messages', str(body.stop_reason), false);
+  return usage === undefined ? { parts, stopReason } : { parts, stopReason, usage };
+}
+
+const ZERO_USAGE = { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 };
+
+function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
+  return {
+    id: ctx.id,
+    type: 'message',
+    role: 'assistant',
+    model: ctx.model,
+    content: res.parts.map(writeBlock),
+    stop_reason: STOP_TO_WIRE[res.stopReason].messages,
+    stop_sequence: null,
+    // The protocol requires `usage`; zeros when the upstream reported none (see `extractUsage`).
+    usage: res.usage === undefined ? ZERO_USAGE : writeMessagesUsage(res.usage),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams
+
+function createStreamParser(): StreamParser {
+  let done = false;
+  let nextIndex = 0;
+  /** Wire block index → neutral index; null for skipped (reasoning, server tool) blocks. */
+  const blocks = new Map<number, number | null>();
+  /** Usage fields as reported so far: message_start has input, message_delta the final counts. */
+  const usageFields: Json = {};
+  let stopReason: string | undefined;
+
+  const usage = (): Usage | undefined => readMessagesUsage(usageFields);
+  const mergeUsage = (value: unknown): void => {
+    for (const [key, n] of Object.entries(rec(value))) if (typeof n === 'number') usageFields[key] = n;
+  };
+  function finish(): StreamEvent[] {
+    done = true;
+    const u = usage();
+    const reason = readStopReason('messages', stopReason, false);
+    return [u === undefined ? { type: 'finish', stopReason: reason } : { type: 'finish', stopReason: reason, usage: u }];
+  }
+
+  return {
+    push(event: SseEvent): StreamEvent[] {
+      if (done) return [];
+      const data = rec(event.data);
+      const wireIndex = num(data.index) ?? 0;
+      const index = blocks.get(wireIndex);
+      switch (data.type) {
+        case 'message_start':
+          mergeUsage(rec(data.message).usage);
+          return [{ type: 'start' }];
+        case 'content_block_start': {
+          const block = rec(data.content_block);
+          if (block.type !== 'text' && block.type !== 'tool_use') {
+            blocks.set(wireIndex, null);
+            return [];
+          }
+          const at = nextIndex++;
+          blocks.set(wireIndex, at);
+          if (block.type === 'text') {
+            const text = str(block.text) ?? '';
+            const out: StreamEvent[] = [{ type: 'block_start', index: at, block: { type: 'text' } }];
+            if (text !== '') out.push({ type: 'text_delta', index: at, text });
+            return out;
+          }
+          const out: StreamEvent[] = [{ type: 'block_start', index: at, block: { type: 'tool_call', id: str(block.id) ?? '', name: str(block.name) ?? '' } }];
+          if (Object.keys(rec(block.input)).length > 0) out.push({ type: 'tool_args_delta', index: at, json: JSON.stringify(block.input) });
+          return out;
+        }
+        case 'content_block_delta': {
+          if (index === undefined || index === null) return [];
+          const delta = rec(data.delta);
+          const text = str(delta.text);
+          if (delta.type === 'text_delta' && text) return [{ type: 'text_delta', index, text }];
+          const json = str(delta.partial_json);
+          if (delta.type === 'input_json_delta' && json) return [{ type: 'tool_args_delta', index, json }];
+          return [];
+        }
+        case 'content_block_stop':
+          return index === undefined || index === null ? [] : [{ type: 'block_stop', index }];
+        case 'message_delta':
+          stopReason = str(rec(data.delta).stop_reason) ?? stopReason;
+          mergeUsage(data.usage);
+          return [];
+        case 'message_stop':
+          return finish();
+        case 'error':
+          done = true;
+          return [{ type: 'error', message: str(rec(data.error).message) ?? 'upstream stream error', code: 'upstream_error' }];
+        default:
+          return [];
+      }
+    },
+    end(): StreamEvent[] {
+      if (done) return [];
+      if (stopReason !== undefined) return finish();
+      done = true;
+      return [{ type: 'error', message: 'upstream stream ended before it finished', code: 'upstream_error' }];
+    },
+    usage,
+  };
+}
+
+function errorEvents(failure: StreamFailure): OutputEvent[] {
+  const error = compact({ type: 'api_error', code: failure.code, message: failure.message });
+  return [{ event: 'error', data: { type: 'error', error } }];
+}
+
+const ev = (data: Json & { type: string }): OutputEvent => ({ event: data.type, data });
+
+/** Neutral events → `message_start` … `message_delta` (stop reason + usage) → `message_stop`. */
+function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
+  let started = false;
+  let closed = false;
+  const wireIndex = new Map<number, number>();
+  const open = new Set<number>();
+
+  return {
+    push(event: StreamEvent): OutputEvent[] {
+      if (closed) return [];
+      const out: OutputEvent[] = [];
+      if (!started && event.type !== 'error') {
+        started = true;
+        const message = {
+          id: ctx.id,
+          type: 'message',
+          role: 'assistant',
+          model: ctx.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: ZERO_USAGE,
+        };
+        out.push(ev({ type: 'message_start', message }));
+      }
+      switch (event.type) {
+        case 'block_start': {
+          const index = wireIndex.size;
+          wireIndex.set(event.index, index);
+          open.add(index);
+          const block =
+            event.block.type === 'text'
+              ? { type: 'text', text: '' }
+              : { type: 'tool_use', id: event.block.id, name: event.block.name, input: {} };
+          out.push(ev({ type: 'content_block_start', index, content_block: block }));
+          break;
+        }
+        case 'text_delta':
+          out.push(ev({ type: 'content_block_delta', index: wireIndex.get(event.index) ?? 0, delta: { type: 'text_delta', text: event.text } }));
+          break;
+        case 'tool_args_delta': {
+          const delta = { type: 'input_json_delta', partial_json: event.json };
+          out.push(ev({ type: 'content_block_delta', index: wireIndex.get(event.index) ?? 0, delta }));
+          break;
+        }
+        case 'block_stop': {
+          const index = wireIndex.get(event.index) ?? 0;
+          open.delete(index);
+          out.push(ev({ type: 'content_block_stop', index }));
+          break;
+        }
+        case 'finish': {
+          closed = true;
+          for (const index of open) out.push(ev({ type: 'content_block_stop', index }));
+          const delta = { stop_reason: STOP_TO_WIRE[event.stopReason].messages, stop_sequence: null };
+          const usage = event.usage === undefined ? ZERO_USAGE : writeMessagesUsage(event.usage);
+          out.push({ ...ev({ type: 'message_delta', delta, usage }), carriesUsage: true }, ev({ type: 'message_stop' }));
+          break;
+        }
+        case 'error':
+          closed = true;
+          out.push(...errorEvents(event));
+          break;
+        case 'start':
+          break;
+      }
+      return out;
+    },
+    end: () => [],
+  };
+}
+
+export const messages: Codec = {
+  parseRequest,
+  emitRequest,
+  parseResponse,
+  emitResponse,
+  readUsage: (body) => readMessagesUsage(body.usage),
+  createStreamParser,
+  createStreamEmitter,
+  errorEvents,
+};

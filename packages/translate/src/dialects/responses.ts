@@ -1,0 +1,507 @@
+/** OpenAI responses (`/v1/responses`). */
+import { TranslateError } from '../errors.ts';
+import { imageFromUrl, imageUrl } from '../images.ts';
+import type {
+  Codec,
+  ImagePart,
+  IrRequest,
+  IrResponse,
+  Message,
+  OutputEvent,
+  RequestOptions,
+  ResponseContext,
+  ResponseFormat,
+  SseEvent,
+  StopReason,
+  StreamEmitter,
+  StreamEvent,
+  StreamFailure,
+  StreamParser,
+  TextPart,
+  ToolChoice,
+  Usage,
+} from '../ir.ts';
+import { arr, bool, compact, isRecord, num, rec, str, type Json } from '../json.ts';
+import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
+import { readResponsesUsage, writeResponsesUsage } from '../usage.ts';
+import { joinText, pushMessage, pushToolCall, pushToolResult, resultsFirst, textPart } from './common.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+const TEXT_TYPES = new Set(['input_text', 'output_text', 'text']);
+
+function readContent(content: unknown, where: string): Array<TextPart | ImagePart> {
+  if (typeof content === 'string') return textPart(content);
+  const parts: Array<TextPart | ImagePart> = [];
+  arr(content).forEach((raw, j) => {
+    const part = rec(raw);
+    if (TEXT_TYPES.has(String(part.type))) parts.push(...textPart(str(part.text) ?? ''));
+    else if (part.type === 'refusal') parts.push(...textPart(str(part.refusal) ?? ''));
+    else if (part.type === 'input_image' && typeof part.image_url === 'string') parts.push(imageFromUrl(part.image_url, str(part.detail)));
+    else {
+      // `file_id` images and files live in OpenAI's storage: no other provider can read them.
+      const kind = part.type === 'input_image' ? 'input_image with file_id' : String(part.type);
+      throw new TranslateError(`${where}.content[${j}]: content type "${kind}" cannot be sent to this model`);
+    }
+  });
+  return parts;
+}
+
+function readToolChoice(value: unknown): ToolChoice | undefined {
+  if (value === 'auto' || value === 'none' || value === 'required') return { type: value };
+  const choice = rec(value);
+  return choice.type === 'function' && typeof choice.name === 'string' ? { type: 'tool', name: choice.name } : undefined;
+}
+
+function readResponseFormat(value: unknown): ResponseFormat | undefined {
+  const format = rec(rec(value).format);
+  if (format.type === 'text' || format.type === 'json_object') return { type: format.type };
+  if (format.type !== 'json_schema') return undefined;
+  return {
+    type: 'json_schema',
+    name: str(format.name) ?? 'response',
+    schema: rec(format.schema),
+    strict: bool(format.strict),
+    description: str(format.description),
+  };
+}
+
+function parseRequest(body: Json): IrRequest {
+  for (const field of ['previous_response_id', 'conversation', 'prompt']) {
+    if (body[field] !== undefined && body[field] !== null) {
+      throw new TranslateError(`${field} refers to state stored by OpenAI and cannot be sent to this model`);
+    }
+  }
+  const system = textPart(str(body.instructions) ?? '').map((p) => p.text);
+  const messages: Message[] = [];
+  const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : arr(body.input);
+  input.forEach((raw, i) => {
+    const item = rec(raw);
+    const where = `input[${i}]`;
+    switch (item.type ?? 'message') {
+      case 'message':
+        if (item.role === 'system' || item.role === 'developer') {
+          system.push(...readContent(item.content, where).flatMap((p) => (p.type === 'text' ? [p.text] : [])));
+        } else {
+          pushMessage(messages, item.role === 'assistant' ? 'assistant' : 'user', readContent(item.content, where));
+        }
+        break;
+      case 'function_call':
+        pushToolCall(messages, { type: 'tool_call', id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: str(item.arguments) ?? '' });
+        break;
+      case 'function_call_output':
+        pushToolResult(messages, { type: 'tool_result', callId: str(item.call_id) ?? '', content: readContent(item.output, where) });
+        break;
+      case 'reasoning':
+        break;
+      default:
+        throw new TranslateError(`${where}: item type "${String(item.type)}" cannot be sent to this model`);
+    }
+  });
+  const tools = arr(body.tools).map((raw, i) => {
+    const tool = rec(raw);
+    if (tool.type !== 'function') throw new TranslateError(`tools[${i}]: tool type "${String(tool.type)}" cannot be sent to this model`);
+    return {
+      name: str(tool.name) ?? '',
+      description: str(tool.description),
+      parameters: isRecord(tool.parameters) ? tool.parameters : undefined,
+      strict: bool(tool.strict),
+    };
+  });
+  return {
+    system,
+    messages,
+    tools,
+    toolChoice: readToolChoice(body.tool_choice),
+    parallelToolCalls: bool(body.parallel_tool_calls),
+    maxOutputTokens: num(body.max_output_tokens),
+    temperature: num(body.temperature),
+    topP: num(body.top_p),
+    responseFormat: readResponseFormat(body.text),
+    reasoningEffort: str(rec(body.reasoning).effort),
+    stream: body.stream === true,
+  };
+}
+
+function writeInputPart(part: TextPart | ImagePart): Json {
+  if (part.type === 'text') return { type: 'input_text', text: part.text };
+  return { type: 'input_image', image_url: imageUrl(part.source), detail: part.detail ?? 'auto' };
+}
+
+function writeInput(messages: Message[]): Json[] {
+  const items: Json[] = [];
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      let text = '';
+      const flush = (): void => {
+        if (text !== '') items.push({ role: 'assistant', content: text });
+        text = '';
+      };
+      for (const part of message.parts) {
+        if (part.type === 'text') text += part.text;
+        if (part.type !== 'tool_call') continue;
+        flush();
+        items.push({ type: 'function_call', call_id: part.id, name: part.name, arguments: part.arguments });
+      }
+      flush();
+      continue;
+    }
+    const { results, rest } = resultsFirst(message.parts);
+    for (const result of results) {
+      const only = result.content[0];
+      const output = result.content.length === 1 && only?.type === 'text' ? only.text : result.content.length === 0 ? '' : result.content.map(writeInputPart);
+      items.push({ type: 'function_call_output', call_id: result.callId, output });
+    }
+    const content = rest.filter((p): p is TextPart | ImagePart => p.type === 'text' || p.type === 'image');
+    const only = content[0];
+    if (content.length === 1 && only?.type === 'text') items.push({ role: 'user', content: only.text });
+    else if (content.length > 0) items.push({ role: 'user', content: content.map(writeInputPart) });
+  }
+  return items;
+}
+
+function writeToolChoice(choice: ToolChoice | undefined): unknown {
+  if (choice === undefined) return undefined;
+  return choice.type === 'tool' ? { type: 'function', name: choice.name } : choice.type;
+}
+
+function writeResponseFormat(format: ResponseFormat | undefined): Json | undefined {
+  if (format === undefined) return undefined;
+  if (format.type !== 'json_schema') return { format: { type: format.type } };
+  return { format: compact({ type: 'json_schema', name: format.name, description: format.description, schema: format.schema, strict: format.strict }) };
+}
+
+function emitRequest(req: IrRequest, opts: RequestOptions): Json {
+  const hasTools = req.tools.length > 0;
+  return compact({
+    model: opts.upstreamModel,
+    instructions: req.system.length > 0 ? req.system.join('\n\n') : undefined,
+    input: writeInput(req.messages),
+    tools: hasTools
+      ? req.tools.map((t) =>
+          compact({
+            type: 'function',
+            name: t.name,
+            description: t.description,
+            parameters: t.parameters ?? { type: 'object', properties: {} },
+            // responses defaults to strict schemas, which reject most schemas written for other dialects.
+            strict: t.strict ?? false,
+          }),
+        )
+      : undefined,
+    tool_choice: hasTools ? writeToolChoice(req.toolChoice) : undefined,
+    parallel_tool_calls: hasTools ? req.parallelToolCalls : undefined,
+    max_output_tokens: req.maxOutputTokens,
+    temperature: req.temperature,
+    top_p: req.topP,
+    text: writeResponseFormat(req.responseFormat),
+    reasoning: req.reasoningEffort === undefined ? undefined : { effort: req.reasoningEffort },
+    stream: opts.stream ? true : undefined,
+    // A client of another dialect never asked OpenAI to keep the conversation.
+    store: false,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+/** The wire reason a response ended with: `completed`, or its incomplete reason. */
+function wireReason(response: Json): string | undefined {
+  if (response.status === 'incomplete') return str(rec(response.incomplete_details).reason) ?? 'max_output_tokens';
+  return str(response.status);
+}
+
+function parseResponse(body: Json): IrResponse {
+  const parts: IrResponse['parts'] = [];
+  for (const raw of arr(body.output)) {
+    const item = rec(raw);
+    if (item.type === 'message') parts.push(...textPart(joinText(readContent(item.content, 'output'))));
+    else if (item.type === 'function_call') {
+      parts.push({ type: 'tool_call', id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: str(item.arguments) ?? '' });
+    }
+  }
+  const usage = readResponsesUsage(body.usage);
+  const stopReason = readStopReason('responses', wireReason(body), parts.some((p) => p.type === 'tool_call'));
+  return usage === undefined ? { parts, stopReason } : { parts, stopReason, usage };
+}
+
+/** Output item ids are derived from the response id: deterministic, and distinct per item. */
+function itemId(ctx: ResponseContext, kind: 'msg' | 'fc', outputIndex: number): string {
+  return `${kind}_${ctx.id}_${outputIndex}`;
+}
+
+const outputText = (text: string): Json => ({ type: 'output_text', text, annotations: [] });
+
+function messageItem(id: string, text: string, status: string): Json {
+  return { id, type: 'message', status, role: 'assistant', content: status === 'completed' ? [outputText(text)] : [] };
+}
+
+function callItem(id: string, call: { id: string; name: string }, args: string, status: string): Json {
+  return { id, type: 'function_call', status, arguments: args, call_id: call.id, name: call.name };
+}
+
+function completion(stopReason: StopReason): { status: string; incomplete_details: Json | null } {
+  const reason = STOP_TO_WIRE[stopReason].responses;
+  return reason === 'completed' ? { status: 'completed', incomplete_details: null } : { status: 'incomplete', incomplete_details: { reason } };
+}
+
+function responseObject(ctx: ResponseContext, fields: Json): Json {
+  return {
+    id: ctx.id,
+    object: 'response',
+    created_at: ctx.created,
+    status: 'in_progress',
+    error: null,
+    incomplete_details: null,
+    model: ctx.model,
+    output: [],
+    usage: null,
+    ...fields,
+  };
+}
+
+function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
+  const output: Json[] = [];
+  for (const part of res.parts) {
+    const id = itemId(ctx, part.type === 'text' ? 'msg' : 'fc', output.length);
+    output.push(part.type === 'text' ? messageItem(id, part.text, 'completed') : callItem(id, part, part.arguments, 'completed'));
+  }
+  return responseObject(ctx, {
+    ...completion(res.stopReason),
+    output,
+    usage: res.usage === undefined ? null : writeResponsesUsage(res.usage),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams
+
+function createStreamParser(): StreamParser {
+  let done = false;
+  let nextIndex = 0;
+  /** The one open block: text blocks are keyed `<output_index>:<content_index>`, calls `<output_index>`. */
+  let open: { key: string; index: number; tool: boolean; args: boolean } | undefined;
+  let sawTools = false;
+  let usage: Usage | undefined;
+
+  function close(out: StreamEvent[]): void {
+    if (open !== undefined) out.push({ type: 'block_stop', index: open.index });
+    open = undefined;
+  }
+  function openBlock(out: StreamEvent[], key: string, tool: { id: string; name: string } | undefined): number {
+    if (open?.key === key) return open.index;
+    close(out);
+    open = { key, index: nextIndex++, tool: tool !== undefined, args: false };
+    out.push({ type: 'block_start', index: open.index, block: tool === undefined ? { type: 'text' } : { type: 'tool_call', ...tool } });
+    return open.index;
+  }
+
+  return {
+    push(event: SseEvent): StreamEvent[] {
+      if (done) return [];
+      const data = rec(event.data);
+      const out: StreamEvent[] = [];
+      const textKey = `${String(data.output_index)}:${String(data.content_index ?? 0)}`;
+      const callKey = String(data.output_index);
+      switch (data.type) {
+        case 'response.created':
+          out.push({ type: 'start' });
+          break;
+        case 'response.output_item.added': {
+          const item = rec(data.item);
+          if (item.type === 'function_call') {
+            sawTools = true;
+            openBlock(out, callKey, { id: str(item.call_id) ?? '', name: str(item.name) ?? '' });
+          }
+          break;
+        }
+        case 'response.content_part.added':
+          if (rec(data.part).type === 'output_text' || rec(data.part).type === 'refusal') openBlock(out, textKey, undefined);
+          break;
+        case 'response.output_text.delta':
+        case 'response.refusal.delta': {
+          const text = str(data.delta) ?? '';
+          if (text !== '') out.push({ type: 'text_delta', index: openBlock(out, textKey, undefined), text });
+          break;
+        }
+        case 'response.content_part.done':
+          if (open?.key === textKey) close(out);
+          break;
+        case 'response.function_call_arguments.delta': {
+          const json = str(data.delta) ?? '';
+          if (open?.key === callKey && json !== '') {
+            open.args = true;
+            out.push({ type: 'tool_args_delta', index: open.index, json });
+          }
+          break;
+        }
+        case 'response.output_item.done': {
+          const item = rec(data.item);
+          // Some servers send a call's arguments only with its final item.
+          const args = str(item.arguments) ?? '';
+          if (item.type === 'function_call' && open?.key === callKey && !open.args && args !== '') {
+            out.push({ type: 'tool_args_delta', index: open.index, json: args });
+          }
+          if (open?.key === callKey || open?.key.startsWith(`${callKey}:`)) close(out);
+          break;
+        }
+        case 'response.completed':
+        case 'response.incomplete': {
+          const response = rec(data.response);
+          close(out);
+          done = true;
+          usage = readResponsesUsage(response.usage) ?? usage;
+          const stopReason = readStopReason('responses', wireReason(response), sawTools);
+          out.push(usage === undefined ? { type: 'finish', stopReason } : { type: 'finish', stopReason, usage });
+          break;
+        }
+        case 'response.failed':
+        case 'error': {
+          done = true;
+          const message = str(rec(rec(data.response).error).message) ?? str(data.message) ?? 'upstream stream error';
+          out.push({ type: 'error', message, code: 'upstream_error' });
+          break;
+        }
+      }
+      return out;
+    },
+    end(): StreamEvent[] {
+      if (done) return [];
+      done = true;
+      return [{ type: 'error', message: 'upstream stream ended before it finished', code: 'upstream_error' }];
+    },
+    usage: () => usage,
+  };
+}
+
+function errorEvents(failure: StreamFailure, ctx: ResponseContext, sequence: number): OutputEvent[] {
+  const code = failure.code ?? 'server_error';
+  return [
+    { event: 'error', data: { type: 'error', code, message: failure.message, param: null, sequence_number: sequence } },
+    {
+      event: 'response.failed',
+      data: {
+        type: 'response.failed',
+        sequence_number: sequence + 1,
+        response: responseObject(ctx, { status: 'failed', error: { code, message: failure.message } }),
+      },
+    },
+  ];
+}
+
+/**
+ * Neutral events → `response.created`, `response.in_progress`, per item `output_item.added` …
+ * `output_item.done`, then `response.completed` (or `response.incomplete`) with the whole response.
+ */
+function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
+  let sequence = 0;
+  let started = false;
+  let closed = false;
+  const output: Json[] = [];
+  let current: { index: number; outputIndex: number; id: string; call?: { id: string; name: string }; text: string } | undefined;
+
+  const ev = (type: string, fields: Json, carriesUsage = false): OutputEvent => {
+    const event: OutputEvent = { event: type, data: { type, sequence_number: sequence++, ...fields } };
+    if (carriesUsage) event.carriesUsage = true;
+    return event;
+  };
+
+  function stop(out: OutputEvent[]): void {
+    if (current === undefined) return;
+    const { id, outputIndex, call, text } = current;
+    const at = { item_id: id, output_index: outputIndex };
+    if (call === undefined) {
+      out.push(
+        ev('response.output_text.done', { ...at, content_index: 0, text, logprobs: [] }),
+        ev('response.content_part.done', { ...at, content_index: 0, part: outputText(text) }),
+      );
+    } else {
+      out.push(ev('response.function_call_arguments.done', { ...at, arguments: text }));
+    }
+    const item = call === undefined ? messageItem(id, text, 'completed') : callItem(id, call, text, 'completed');
+    output.push(item);
+    out.push(ev('response.output_item.done', { output_index: outputIndex, item }));
+    current = undefined;
+  }
+
+  return {
+    push(event: StreamEvent): OutputEvent[] {
+      if (closed) return [];
+      const out: OutputEvent[] = [];
+      if (!started && event.type !== 'error') {
+        started = true;
+        out.push(ev('response.created', { response: responseObject(ctx, {}) }), ev('response.in_progress', { response: responseObject(ctx, {}) }));
+      }
+      switch (event.type) {
+        case 'block_start': {
+          stop(out);
+          const outputIndex = output.length;
+          if (event.block.type === 'text') {
+            const id = itemId(ctx, 'msg', outputIndex);
+            current = { index: event.index, outputIndex, id, text: '' };
+            out.push(
+              ev('response.output_item.added', { output_index: outputIndex, item: messageItem(id, '', 'in_progress') }),
+              ev('response.content_part.added', { item_id: id, output_index: outputIndex, content_index: 0, part: outputText('') }),
+            );
+          } else {
+            const id = itemId(ctx, 'fc', outputIndex);
+            const call = { id: event.block.id, name: event.block.name };
+            current = { index: event.index, outputIndex, id, call, text: '' };
+            out.push(ev('response.output_item.added', { output_index: outputIndex, item: callItem(id, call, '', 'in_progress') }));
+          }
+          break;
+        }
+        case 'text_delta':
+        case 'tool_args_delta': {
+          if (current?.index !== event.index) break;
+          const delta = event.type === 'text_delta' ? event.text : event.json;
+          current.text += delta;
+          const at = { item_id: current.id, output_index: current.outputIndex };
+          out.push(
+            event.type === 'text_delta'
+              ? ev('response.output_text.delta', { ...at, content_index: 0, delta, logprobs: [] })
+              : ev('response.function_call_arguments.delta', { ...at, delta }),
+          );
+          break;
+        }
+        case 'block_stop':
+          if (current?.index === event.index) stop(out);
+          break;
+        case 'finish': {
+          stop(out);
+          closed = true;
+          const { status: state, incomplete_details } = completion(event.stopReason);
+          const response = responseObject(ctx, {
+            status: state,
+            incomplete_details,
+            output,
+            usage: event.usage === undefined ? null : writeResponsesUsage(event.usage),
+          });
+          out.push(ev(state === 'completed' ? 'response.completed' : 'response.incomplete', { response }, true));
+          break;
+        }
+        case 'error':
+          closed = true;
+          out.push(...errorEvents(event, ctx, sequence));
+          sequence += 2;
+          break;
+        case 'start':
+          break;
+      }
+      return out;
+    },
+    end: () => [],
+  };
+}
+
+export const responses: Codec = {
+  parseRequest,
+  emitRequest,
+  parseResponse,
+  emitResponse,
+  readUsage: (body) => readResponsesUsage(body.usage),
+  createStreamParser,
+  createStreamEmitter,
+  errorEvents,
+};

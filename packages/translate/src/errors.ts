@@ -1,0 +1,8 @@
+/**
+ * A request that cannot be expressed in the target dialect (e.g. a PDF block for a chat-only
+ * provider, a server-side tool, a stateful `previous_response_id`). Callers answer it as a client
+ * error (400 `invalid_request`) with this message: retrying cannot help.
+ */
+export class TranslateError extends Error {
+  override name = 'TranslateError';
+}

@@ -1,0 +1,78 @@
+/**
+ * @gw/translate: translation of text requests, responses and streams between the four wire
+ * dialects (`chat` = OpenAI chat completions, `messages` = Anthropic messages, `responses` = OpenAI
+ * responses, `gemini` = Google generateContent), through one neutral representation (`ir.ts`).
+ * Pure: no I/O, clock or randomness; ids and timestamps come in through `ResponseContext`.
+ *
+ * Cross-dialect requests that cannot be expressed throw {@link TranslateError} (answer 400).
+ *
+ * Streams: every stream translator marks exactly one output event `carriesUsage: true` when the
+ * stream finishes normally: chat's usage chunk (empty `choices`, just before `[DONE]`), messages'
+ * `message_delta`, responses' `response.completed` / `response.incomplete`, gemini's last chunk. Hold
+ * it, read `translator.usage()` (the upstream's usage; undefined = success without usage), then add
+ * billing with {@link attachService} and send it and whatever follows.
+ */
+import type { Dialect, RequestOptions, ResponseContext, Usage } from './ir.ts';
+import { isRecord, type Json } from './json.ts';
+import { CODECS } from './codecs.ts';
+
+export type { Dialect, OutputEvent, RequestOptions, ResponseContext, SseEvent, StreamFailure, Usage } from './ir.ts';
+export { TranslateError } from './errors.ts';
+export { createStreamTranslator, type StreamTranslator } from './stream.ts';
+export { validateRequest } from './validate.ts';
+export { estimateInputTokensUpperBound, maxOutputTokens, IMAGE_TOKEN_ALLOWANCE, REQUEST_TOKEN_ALLOWANCE } from './estimate.ts';
+
+/** chat and responses share these fields unchanged; the other pairs have no common uninterpreted field. */
+const OPENAI_SHARED_FIELDS = ['user', 'metadata', 'store', 'service_tier', 'prompt_cache_key', 'safety_identifier'];
+
+/**
+ * A request body in `from` → a body for an upstream speaking `to`, naming `opts.upstreamModel`
+ * (gemini bodies carry no model: it goes in the URL). Same dialect: the body unchanged but for
+ * `model`, `stream` set to `opts.stream`, and chat streams asking for usage (`stream_options`).
+ */
+export function translateRequest(from: Dialect, to: Dialect, body: Json, opts: RequestOptions): Json {
+  if (from === to) {
+    const out: Json = { ...body };
+    if (to === 'gemini') {
+      delete out.model;
+      return out;
+    }
+    out.model = opts.upstreamModel;
+    if (opts.stream) out.stream = true;
+    else if ('stream' in out) out.stream = false;
+    if (to === 'chat' && opts.stream) out.stream_options = { ...(isRecord(body.stream_options) ? body.stream_options : {}), include_usage: true };
+    return out;
+  }
+  const ir = CODECS[from].parseRequest(body);
+  ir.stream = opts.stream;
+  const out = CODECS[to].emitRequest(ir, opts);
+  const openaiPair = (from === 'chat' && to === 'responses') || (from === 'responses' && to === 'chat');
+  if (openaiPair) for (const field of OPENAI_SHARED_FIELDS) if (body[field] !== undefined) out[field] = body[field];
+  return out;
+}
+
+/**
+ * A non-streaming upstream response body in `from` → the client's dialect `to`, showing `ctx.model`,
+ * `ctx.id` and `ctx.created`. Same dialect: unchanged but for the model.
+ */
+export function translateResponse(from: Dialect, to: Dialect, body: Json, ctx: ResponseContext): Json {
+  if (from === to) return to === 'gemini' ? { ...body, modelVersion: ctx.model } : { ...body, model: ctx.model };
+  return CODECS[to].emitResponse(CODECS[from].parseResponse(body, ctx), ctx);
+}
+
+/** Usage of a non-streaming response body; undefined when it reports none. */
+export function extractUsage(dialect: Dialect, body: Json): Usage | undefined {
+  return CODECS[dialect].readUsage(body);
+}
+
+/**
+ * Adds the gateway's `service` object to a client-facing body: a non-streaming response, or the
+ * stream event marked `carriesUsage`. It goes at the top level, except in responses stream events,
+ * where it goes into `response` so that the streamed response equals the non-streaming one.
+ */
+export function attachService(dialect: Dialect, data: Json, service: Json): Json {
+  if (dialect === 'responses' && typeof data.type === 'string' && isRecord(data.response)) {
+    return { ...data, response: { ...data.response, service } };
+  }
+  return { ...data, service };
+}

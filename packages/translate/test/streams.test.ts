@@ -1,0 +1,326 @@
+import { describe, expect, it } from 'vitest';
+import { createStreamTranslator, type Dialect, type OutputEvent, type SseEvent } from '../src/index.ts';
+import { CODECS } from '../src/codecs.ts';
+import { argDeltas, CTX, DIALECTS, EMITTED_STREAMS, UPSTREAM_STREAMS, USAGE } from './fixtures.ts';
+
+function usageChunk(usage: unknown): SseEvent & { data: Record<string, unknown> } {
+  return { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [], usage } };
+}
+
+function callChunk(index: number, id: string, args: string): SseEvent {
+  return { data: { id: 'c', choices: [{ index: 0, delta: { tool_calls: [{ index, id, type: 'function', function: { name: 'f', arguments: args } }] } }] } };
+}
+
+const pairs = DIALECTS.flatMap((from) => DIALECTS.filter((to) => to !== from).map((to) => [from, to] as const));
+
+function run(from: Dialect, to: Dialect, events: SseEvent[]) {
+  const translator = createStreamTranslator(from, to, CTX);
+  const out: OutputEvent[] = [];
+  for (const event of events) out.push(...translator.push(event));
+  out.push(...translator.end());
+  return { out, usage: translator.usage(), translator };
+}
+
+/** What a stream in `dialect` says, read by that dialect's parser: text, calls, stop, usage. */
+function collect(dialect: Dialect, events: SseEvent[]) {
+  const parser = CODECS[dialect].createStreamParser(CTX);
+  let text = '';
+  const calls: Array<{ id: string; name: string; args: string }> = [];
+  let stop: string | undefined;
+  for (const event of [...events.flatMap((e) => parser.push(e)), ...parser.end()]) {
+    if (event.type === 'text_delta') text += event.text;
+    if (event.type === 'block_start' && event.block.type === 'tool_call') calls.push({ id: event.block.id, name: event.block.name, args: '' });
+    if (event.type === 'tool_args_delta') calls.at(-1)!.args += event.json;
+    if (event.type === 'finish') stop = event.stopReason;
+  }
+  return { text, calls, stop, usage: parser.usage() };
+}
+
+describe('stream translation across dialects', () => {
+  it.each(pairs)('%s → %s produces the exact event sequence of the target', (from, to) => {
+    const { out, usage } = run(from, to, UPSTREAM_STREAMS[from]);
+    expect(out).toEqual(EMITTED_STREAMS[to](argDeltas(from)));
+    expect(usage).toEqual(USAGE);
+  });
+
+  it.each(pairs)('%s → %s → back keeps text, call, stop reason and usage', (from, via) => {
+    const there = run(from, via, UPSTREAM_STREAMS[from]).out;
+    const back = run(via, from, there).out;
+    expect(collect(from, back)).toEqual(collect(from, UPSTREAM_STREAMS[from]));
+    expect(collect(from, back)).toMatchObject({
+      text: 'Let me check.',
+      calls: [{ id: 'call_gen_1_0', name: 'get_weather', args: '{"city":"Paris"}' }],
+      stop: 'tool_use',
+      usage: USAGE,
+    });
+  });
+});
+
+/** Event names in order, for order assertions (chat chunks by their content). */
+function shape(dialect: Dialect, events: OutputEvent[]): string[] {
+  return events.map((e) => {
+    if (dialect !== 'chat' && dialect !== 'gemini') return String(e.event);
+    if (e.data === '[DONE]') return '[DONE]';
+    const d = e.data as { choices?: Array<{ finish_reason: unknown }>; candidates?: Array<{ finishReason?: unknown }> };
+    if (dialect === 'gemini') return d.candidates?.[0]?.finishReason === undefined ? 'chunk' : 'final';
+    if (d.choices?.length === 0) return 'usage';
+    return d.choices?.[0]?.finish_reason ? 'finish' : 'delta';
+  });
+}
+
+const ORDER: Record<Dialect, RegExp> = {
+  chat: /^(delta )+finish usage \[DONE\]$/,
+  messages: /^message_start (content_block_start (content_block_delta )*content_block_stop )+message_delta message_stop$/,
+  responses:
+    /^response\.created response\.in_progress (response\.output_item\.added (response\.content_part\.added (response\.output_text\.delta )+response\.output_text\.done response\.content_part\.done |(response\.function_call_arguments\.delta )+response\.function_call_arguments\.done )response\.output_item\.done )+response\.completed$/,
+  gemini: /^(chunk )+final$/,
+};
+
+describe('stream framing', () => {
+  it.each(pairs)('%s → %s: events in the order of the target protocol', (from, to) => {
+    expect(shape(to, run(from, to, UPSTREAM_STREAMS[from]).out).join(' ')).toMatch(ORDER[to]);
+  });
+
+  it.each(DIALECTS.flatMap((from) => DIALECTS.map((to) => [from, to] as const)))(
+    '%s → %s: one usage event, last (before [DONE] / message_stop)',
+    (from, to) => {
+      const { out } = run(from, to, UPSTREAM_STREAMS[from]);
+      const marked = out.flatMap((e, i) => (e.carriesUsage ? [i] : []));
+      expect(marked).toHaveLength(1);
+      const trailing = out.slice(marked[0]! + 1).map((e) => (e.data === '[DONE]' ? '[DONE]' : e.event));
+      expect(trailing).toEqual({ chat: ['[DONE]'], messages: ['message_stop'], responses: [], gemini: [] }[to]);
+    },
+  );
+
+  it('numbers responses events from 0 without gaps', () => {
+    const { out } = run('messages', 'responses', UPSTREAM_STREAMS.messages);
+    expect(out.map((e) => (e.data as { sequence_number: number }).sequence_number)).toEqual(out.map((_, i) => i));
+  });
+
+  it('reports the upstream usage while the final event is held back', () => {
+    const translator = createStreamTranslator('gemini', 'messages', CTX);
+    for (const event of UPSTREAM_STREAMS.gemini) expect(translator.push(event).some((e) => e.carriesUsage)).toBe(false);
+    const final = translator.end();
+    expect(final.find((e) => e.carriesUsage)?.event).toBe('message_delta');
+    expect(translator.usage()).toEqual(USAGE);
+  });
+});
+
+function modelOf(dialect: Dialect, data: unknown): unknown {
+  const d = data as Record<string, Record<string, unknown>>;
+  if (dialect === 'messages') return d.message?.model;
+  if (dialect === 'responses') return d.response?.model;
+  return dialect === 'gemini' ? d.modelVersion : d.model;
+}
+
+describe('stream passthrough (same dialect)', () => {
+  const finalIndex: Record<Dialect, (events: SseEvent[]) => number> = {
+    chat: (events) => events.length - 2,
+    messages: (events) => events.findIndex((e) => e.event === 'message_delta'),
+    responses: (events) => events.length - 1,
+    gemini: (events) => events.length - 1,
+  };
+
+  it.each(DIALECTS)('%s passes every event, rewrites only the model and marks the usage event', (dialect) => {
+    const upstream = UPSTREAM_STREAMS[dialect];
+    const { out, usage } = run(dialect, dialect, upstream);
+    expect(out).toHaveLength(upstream.length);
+    out.forEach((event, i) => {
+      const original = upstream[i]!;
+      expect(event.event).toBe(original.event);
+      const model = modelOf(dialect, original.data);
+      expect(modelOf(dialect, event.data)).toBe(model === undefined ? undefined : 'public-model');
+      const restore = structuredClone(event.data) as Record<string, Record<string, unknown>>;
+      if (model !== undefined) {
+        if (dialect === 'messages') restore.message!.model = model;
+        else if (dialect === 'responses') restore.response!.model = model;
+        else (restore as Record<string, unknown>)[dialect === 'gemini' ? 'modelVersion' : 'model'] = model;
+      }
+      expect(restore).toEqual(original.data);
+      expect(event.carriesUsage === true).toBe(i === finalIndex[dialect](upstream));
+    });
+    expect(usage).toEqual(USAGE);
+  });
+
+  it('chat: marks only the last of repeated usage chunks', () => {
+    const events = [usageChunk({ prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }), usageChunk({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 })];
+    const translator = createStreamTranslator('chat', 'chat', CTX);
+    expect(translator.push(events[0]!)).toEqual([]);
+    expect(translator.push(events[1]!)).toEqual([{ data: { ...events[0]!.data, model: 'public-model' } }]);
+    const tail = translator.push({ data: '[DONE]' });
+    expect(tail).toEqual([{ data: { ...events[1]!.data, model: 'public-model' }, carriesUsage: true }, { data: '[DONE]' }]);
+    expect(translator.usage()?.totalBillable).toBe(7);
+  });
+
+  it('chat: adds a final chunk when the upstream sent no usage, so the caller can still extend it', () => {
+    const events = [UPSTREAM_STREAMS.chat[1]!, { data: { ...(UPSTREAM_STREAMS.chat[6]!.data as object) } }, { data: '[DONE]' }];
+    const { out, usage } = run('chat', 'chat', events);
+    expect(out.slice(-2)).toEqual([
+      {
+        data: { id: 'chatcmpl-up', created: 1_741_569_952, object: 'chat.completion.chunk', model: 'public-model', choices: [], usage: null },
+        carriesUsage: true,
+      },
+      { data: '[DONE]' },
+    ]);
+    expect(usage).toBeUndefined();
+  });
+});
+
+describe('stream failures', () => {
+  const truncated: Record<Dialect, SseEvent[]> = {
+    chat: UPSTREAM_STREAMS.chat.slice(0, 3),
+    messages: UPSTREAM_STREAMS.messages.slice(0, 8),
+    responses: UPSTREAM_STREAMS.responses.slice(0, 7),
+    gemini: UPSTREAM_STREAMS.gemini.slice(0, 2),
+  };
+  const ERROR_EVENTS: Record<Dialect, (sequence: number) => OutputEvent[]> = {
+    chat: () => [{ data: { error: { message: 'upstream stream ended before it finished', type: 'server_error', code: 'upstream_error' } } }],
+    messages: () => [
+      {
+        event: 'error',
+        data: { type: 'error', error: { type: 'api_error', code: 'upstream_error', message: 'upstream stream ended before it finished' } },
+      },
+    ],
+    responses: (sequence) => [
+      {
+        event: 'error',
+        data: { type: 'error', code: 'upstream_error', message: 'upstream stream ended before it finished', param: null, sequence_number: sequence },
+      },
+      {
+        event: 'response.failed',
+        data: {
+          type: 'response.failed',
+          sequence_number: sequence + 1,
+          response: {
+            id: 'gen_1',
+            object: 'response',
+            created_at: 1_700_000_000,
+            status: 'failed',
+            error: { code: 'upstream_error', message: 'upstream stream ended before it finished' },
+            incomplete_details: null,
+            model: 'public-model',
+            output: [],
+            usage: null,
+          },
+        },
+      },
+    ],
+    gemini: () => [{ data: { error: { code: 500, message: 'upstream stream ended before it finished', status: 'INTERNAL' } } }],
+  };
+
+  it.each(DIALECTS.flatMap((from) => DIALECTS.map((to) => [from, to] as const)))(
+    '%s → %s: an upstream that stops early ends in the target error event, without usage event',
+    (from, to) => {
+      const { out, usage } = run(from, to, truncated[from]);
+      expect(out.some((e) => e.carriesUsage)).toBe(false);
+      const errors = ERROR_EVENTS[to](out.length - ERROR_EVENTS[to](0).length);
+      expect(out.slice(-errors.length)).toEqual(errors);
+      // Partial counts (messages' input, gemini's running totals) are not a final usage.
+      expect(usage).toBeUndefined();
+    },
+  );
+
+  it('renders an upstream error event in the client protocol, with our code', () => {
+    const events = [UPSTREAM_STREAMS.messages[0]!, { event: 'error', data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }];
+    const { out } = run('messages', 'chat', events);
+    expect(out.at(-1)).toEqual({ data: { error: { message: 'Overloaded', type: 'server_error', code: 'upstream_error' } } });
+    expect(run('messages', 'messages', events).out.at(-1)).toEqual({
+      event: 'error',
+      data: { type: 'error', error: { type: 'api_error', code: 'upstream_error', message: 'Overloaded' } },
+    });
+  });
+
+  it('reads a responses response.failed as an error', () => {
+    const failed = { event: 'response.failed', data: { type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'boom' } } } };
+    const { out } = run('responses', 'messages', [UPSTREAM_STREAMS.responses[0]!, failed]);
+    expect(out.map((e) => e.event)).toEqual(['message_start', 'error']);
+  });
+
+  it('fail() ends the stream in the client protocol, continuing responses numbering', () => {
+    const translator = createStreamTranslator('chat', 'responses', CTX);
+    const sent = UPSTREAM_STREAMS.chat.slice(0, 3).flatMap((e) => translator.push(e));
+    const failure = translator.fail({ message: 'upstream timed out', code: 'upstream_timeout' });
+    expect(failure.map((e) => [e.event, (e.data as { sequence_number: number }).sequence_number])).toEqual([
+      ['error', sent.length],
+      ['response.failed', sent.length + 1],
+    ]);
+    expect((failure[0]!.data as { code: string }).code).toBe('upstream_timeout');
+    expect(translator.push(UPSTREAM_STREAMS.chat[3]!)).toEqual([]);
+    expect(translator.end()).toEqual([]);
+  });
+
+  it('fail() in passthrough continues the upstream numbering and is silent after the finish', () => {
+    const translator = createStreamTranslator('responses', 'responses', CTX);
+    const upstream = UPSTREAM_STREAMS.responses;
+    for (const event of upstream.slice(0, 5)) translator.push(event);
+    expect((translator.fail({ message: 'x' })[0]!.data as { sequence_number: number }).sequence_number).toBe(5);
+    const done = createStreamTranslator('responses', 'responses', CTX);
+    for (const event of upstream) done.push(event);
+    expect(done.fail({ message: 'x' })).toEqual([]);
+  });
+
+  it('accepts a chat upstream that finished without [DONE]', () => {
+    const { out } = run('chat', 'messages', UPSTREAM_STREAMS.chat.slice(0, -1));
+    expect(out.at(-1)?.event).toBe('message_stop');
+    expect(out.find((e) => e.carriesUsage)?.data).toMatchObject({ usage: { output_tokens: 30 } });
+  });
+});
+
+describe('stream details', () => {
+  it('maps a stop at the output cap into each protocol', () => {
+    const events = [UPSTREAM_STREAMS.chat[1]!, { data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'length' }] } }, { data: '[DONE]' }];
+    const final = (to: Dialect) => run('chat', to, events).out.find((e) => e.carriesUsage)!;
+    expect(final('messages').data).toMatchObject({ delta: { stop_reason: 'max_tokens' } });
+    expect(final('responses')).toMatchObject({ event: 'response.incomplete', data: { response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } } });
+    expect(final('gemini').data).toMatchObject({ candidates: [{ finishReason: 'MAX_TOKENS' }] });
+  });
+
+  it('takes arguments that a responses server sends only with the finished item', () => {
+    const item = { id: 'fc', type: 'function_call', call_id: 'c1', name: 'f', arguments: '{"a":1}' };
+    const events = [
+      { event: 'response.created', data: { type: 'response.created', response: {} } },
+      { event: 'response.output_item.added', data: { type: 'response.output_item.added', output_index: 0, item: { ...item, arguments: '' } } },
+      { event: 'response.output_item.done', data: { type: 'response.output_item.done', output_index: 0, item } },
+      { event: 'response.completed', data: { type: 'response.completed', response: { status: 'completed' } } },
+    ];
+    const { out } = run('responses', 'chat', events);
+    expect(out.map((e) => (e.data as { choices?: Array<{ delta: unknown; finish_reason: unknown }> }).choices?.[0])).toEqual([
+      { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
+      { index: 0, delta: { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '' } }] }, logprobs: null, finish_reason: null },
+      { index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] }, logprobs: null, finish_reason: null },
+      { index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' },
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it('separates chat tool calls that arrive whole without their own index', () => {
+    const events = [callChunk(0, 'a', '{"x":1}'), callChunk(0, 'b', '{"x":2}'), { data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] } }, { data: '[DONE]' }];
+    const blocks = run('chat', 'messages', events).out.filter((e) => e.event?.startsWith('content_block')).map((e) => e.data);
+    expect(blocks).toEqual([
+      { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'a', name: 'f', input: {} } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"x":1}' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'b', name: 'f', input: {} } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"x":2}' } },
+      { type: 'content_block_stop', index: 1 },
+    ]);
+  });
+
+  it('numbers parallel chat tool calls for chat clients and keeps their ids', () => {
+    const events = [callChunk(0, 'a', '{}'), callChunk(1, 'b', '{}'), { data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] } }, { data: '[DONE]' }];
+    const messages = run('chat', 'messages', events).out;
+    expect(messages.filter((e) => e.event === 'content_block_start').map((e) => e.data)).toEqual([
+      { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'a', name: 'f', input: {} } },
+      { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'b', name: 'f', input: {} } },
+    ]);
+    const back = run('messages', 'chat', messages).out;
+    const calls = back.flatMap((e) => (e.data as { choices?: Array<{ delta: { tool_calls?: unknown[] } }> }).choices?.[0]?.delta.tool_calls ?? []);
+    expect(calls).toEqual([
+      { index: 0, id: 'a', type: 'function', function: { name: 'f', arguments: '' } },
+      { index: 0, function: { arguments: '{}' } },
+      { index: 1, id: 'b', type: 'function', function: { name: 'f', arguments: '' } },
+      { index: 1, function: { arguments: '{}' } },
+    ]);
+  });
+});
