@@ -67,6 +67,7 @@ export async function runText(
     publicModel: model.id,
     routes: routesOf(model),
     body: Buffer.from(JSON.stringify(call.body)),
+    defaultMaxOutputTokens: model.limits.maxOutputTokens,
   };
   if (call.body.stream === true) {
     await streamText(deps, request, reply, call.dialect, hold, deps.text.generateStream(req, { timeoutMs: GENERATE_TIMEOUT_MS }));

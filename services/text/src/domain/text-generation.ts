@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { textV1, type catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import { isProviderError, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect } from '@gw/providers';
+import { isProviderError, ProviderError, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect } from '@gw/providers';
 import { createStreamTranslator, extractUsage, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
 import { clientDialect, providerDialect, responseId } from './dialects.ts';
 
@@ -52,8 +52,9 @@ function translated<T>(fn: () => T): T {
  * The body for one route's provider. Adapters take the upstream model in the body even where the
  * wire carries it in the URL (Gemini), so it is always set here.
  */
-function upstreamBody(client: TextDialect, dialect: TextDialect, body: Json, route: catalogV1.Route, stream: boolean): Json {
-  const out = translated(() => translateRequest(client, dialect, body, { upstreamModel: route.upstreamModel, stream }));
+function upstreamBody(client: TextDialect, dialect: TextDialect, body: Json, route: catalogV1.Route, stream: boolean, defaultCap: number): Json {
+  const opts = { upstreamModel: route.upstreamModel, stream, ...(defaultCap > 0 ? { defaultMaxOutputTokens: defaultCap } : {}) };
+  const out = translated(() => translateRequest(client, dialect, body, opts));
   return { ...out, model: route.upstreamModel };
 }
 
@@ -76,9 +77,13 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
     async (route) => {
       const adapter = adapterFor(deps, route);
       const upstreamDialect = providerDialect(adapter, client);
-      const upstream = upstreamBody(client, upstreamDialect, body, route, false);
+      const upstream = upstreamBody(client, upstreamDialect, body, route, false, req.defaultMaxOutputTokens);
       const res = await adapter.text(upstreamDialect, upstream, { stream: false, signal, requestId: req.requestId });
       if (res.kind !== 'json') throw new GatewayError('upstream_error', 'The provider streamed an answer that was not asked to stream.');
+      // A responses-API answer can be a 200 whose status says the generation failed.
+      if (upstreamDialect === 'responses' && res.body.status === 'failed') {
+        throw new ProviderError('upstream_error', 'The upstream provider failed to generate a response.', { provider: adapter.name, retryable: true });
+      }
       return { dialect: upstreamDialect, answer: res.body, provider: adapter.name };
     },
     { signal },
@@ -121,7 +126,7 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
     async (route) => {
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
-      const upstream = upstreamBody(client, dialect, body, route, true);
+      const upstream = upstreamBody(client, dialect, body, route, true, req.defaultMaxOutputTokens);
       const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId });
       if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
       return { route, dialect, events: res.events, provider: adapter.name };
@@ -156,7 +161,7 @@ export async function countTokens(deps: TextDeps, req: textV1.CountTokensRequest
         throw new GatewayError('capability_not_supported', `The model ${req.publicModel} has no token counter.`);
       }
       const dialect = providerDialect(adapter, client);
-      const upstream = upstreamBody(client, dialect, body, route, false);
+      const upstream = upstreamBody(client, dialect, body, route, false, 0);
       return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId });
     },
     { signal },

@@ -51,6 +51,14 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
    * @generated from field: bytes body = 5;
    */
   body: Uint8Array;
+
+  /**
+   * The output cap to send when the client's protocol has none but the provider's requires one
+   * (the model's maximum, which the hold covered).
+   *
+   * @generated from field: int32 default_max_output_tokens = 6;
+   */
+  defaultMaxOutputTokens: number;
 };
 
 /**
@@ -181,6 +189,13 @@ export declare type GenerateStreamRequest = Message<"gateway.text.v1.GenerateStr
    * @generated from field: bytes body = 5;
    */
   body: Uint8Array;
+
+  /**
+   * The output cap to send when the client's protocol has none but the provider's requires one.
+   *
+   * @generated from field: int32 default_max_output_tokens = 6;
+   */
+  defaultMaxOutputTokens: number;
 };
 
 /**
