@@ -72,6 +72,8 @@ export interface RunningService {
 export interface RunningSystem {
   /** Public base URL, e.g. http://127.0.0.1:8080/v1 */
   baseUrl: string;
+  /** The database every service of this system keeps its schema in. */
+  databaseUrl: string;
   simulatorUrl: string;
   billingAddr: string;
   catalogAddr: string;
@@ -187,6 +189,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
 
   const system: RunningSystem = {
     baseUrl: '',
+    databaseUrl: opts.databaseUrl,
     simulatorUrl: '',
     billingAddr: '',
     catalogAddr: '',

@@ -41,7 +41,9 @@ export default async function setup(project: TestProject) {
     await deleteStreams(natsUrl, `${eventsNamespace}_`);
     const c = new Client({ connectionString: admin.toString() });
     await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    // The run's database and the per-system databases named after it.
+    const all = await c.query<{ datname: string }>('select datname from pg_database where datname = $1 or datname like $2', [name, `${name}\\_s%`]);
+    for (const { datname } of all.rows) await c.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
     await c.end();
   };
 }

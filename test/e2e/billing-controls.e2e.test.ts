@@ -16,18 +16,19 @@ async function within(ms: number, check: () => Promise<boolean>): Promise<number
   return -1;
 }
 
+const call = (base: string, key: string, path = '/models', body?: unknown) =>
+  fetch(`${base}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+const codeOf = async (res: Response) => ((await res.json()) as { error?: { code: string } }).error?.code;
+
 // Two gateway replicas over one billing and catalog: what one replica learns, every replica must.
 describe('keys, limits, rate limits and switches across two gateway replicas', () => {
   let system: RunningSystem;
   let second: string;
 
-  const call = (base: string, key: string, path = '/models', body?: unknown) =>
-    fetch(`${base}${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  const codeOf = async (res: Response) => ((await res.json()) as { error?: { code: string } }).error?.code;
 
   beforeAll(async () => {
     system = await startTestSystem();
@@ -35,13 +36,12 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
     const catalog = catalogClient(system);
     for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
     catalog.close();
+    // Both replicas list the models before any test counts requests against a rate limit.
+    const probe = await fundedAccount(system, 1);
+    await waitForListing(system, probe.apiKey, ['gpt-sim-mini']);
+    await within(5_000, async () => (await call(second, probe.apiKey)).ok && ((await (await call(second, probe.apiKey)).json()) as { data: unknown[] }).data.length > 0);
   }, 120_000);
-  afterAll(async () => {
-    if (!system) return;
-    const audit = (await admin(system, 'ledger', 'audit')) as { ok: boolean; problems: unknown[] };
-    await system.stop();
-    expect(audit).toMatchObject({ ok: true, problems: [] });
-  });
+  afterAll(() => system?.stop());
 
   it('a revocation reaches both replicas within a second, although both had the key cached', async () => {
     const { apiKey, keyId } = await fundedAccount(system, 10);
@@ -69,6 +69,21 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
     expect(refused[0]!.headers.get('retry-after')).toBe(String(body.error.retry_after_seconds));
   }, 30_000);
 
+  it('text routes keep the order of checks with the rate limit deferred into Authorize', async () => {
+    const { accountId, apiKey } = await fundedAccount(system, 100_000);
+    await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '1000', '--per-minute', '2');
+    if (new Date().getSeconds() > 50) await sleep((61 - new Date().getSeconds()) * 1000);
+    const valid = { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'hi' }] };
+    expect((await call(system.baseUrl, apiKey, '/chat/completions', valid)).status).toBe(200); // 1st counted in Authorize
+    expect(await codeOf(await call(second, apiKey, '/chat/completions', { model: 'gpt-sim-mini' }))).toBe('invalid_request'); // 2nd
+    // Over the limit now: the rate limit wins over every later check, valid or not.
+    expect(await codeOf(await call(system.baseUrl, apiKey, '/chat/completions', { model: 'gpt-sim-mini' }))).toBe('rate_limit_exceeded');
+    expect(await codeOf(await call(second, apiKey, '/messages', { model: 'no-such-model', max_tokens: 5, messages: [] }))).toBe('rate_limit_exceeded');
+    expect(await codeOf(await call(system.baseUrl, apiKey, '/chat/completions', valid))).toBe('rate_limit_exceeded');
+    const usage = (await admin(system, 'usage', '--key', (await admin(system, 'key', 'list', '--account', accountId) as { keys: Array<{ key_id: string }> }).keys[0]!.key_id)) as { records: unknown[] };
+    expect(usage.records).toHaveLength(1); // refused requests hold and charge nothing
+  }, 30_000);
+
   it('operator switches reach both replicas within a second and pause generation only', async () => {
     const { apiKey } = await fundedAccount(system, 10);
     try {
@@ -94,7 +109,6 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
 
   it('a per-key limit answers 429 api_key_limit_exceeded with its type and period, not retryable', async () => {
     const { apiKey, keyId } = await fundedAccount(system, 100_000);
-    await waitForListing(system, apiKey, ['gpt-sim-mini']);
     await admin(system, 'key', 'limit', 'set', '--key', keyId, '--type', 'requests', '--period', 'daily', '--value', '1');
     const openai = openaiClient(system, apiKey);
     await openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'one' }] });
@@ -116,5 +130,9 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
     expect(JSON.stringify(listed)).not.toContain(apiKey.slice(4));
     expect(listed.keys[0]).toMatchObject({ prefix: apiKey.slice(0, 8), last_four: apiKey.slice(-4), revoked_at: null });
     expect(await admin(system, 'wallet', 'show', '--account', accountId)).toEqual({ balance: 42 });
+  });
+
+  it('leaves a ledger whose every balance equals the sum of its entries', async () => {
+    expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
   });
 });

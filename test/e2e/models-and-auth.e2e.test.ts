@@ -1,7 +1,7 @@
 import { generateApiKey } from '@gw/api-keys';
 import { catalogV1, createClient } from '@gw/contracts';
 import { Client } from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
@@ -102,7 +102,7 @@ describe('GET /v1/models through the whole system', () => {
   });
 
   it('keeps no key plaintext anywhere in the database', async () => {
-    const client = new Client({ connectionString: inject('databaseUrl') });
+    const client = new Client({ connectionString: system.databaseUrl });
     await client.connect();
     try {
       const tables = await client.query<{ s: string; t: string }>(

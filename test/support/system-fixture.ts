@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,10 +10,31 @@ import { ROOT, startSystem, type RunningSystem, type SystemOptions } from '../..
 
 const run = promisify(execFile);
 
-/** Starts the whole system as processes on free ports, in this run's own database. */
+/**
+ * A database of its own for one test system, so suites running in parallel never see each other's
+ * global state (operator switches, catalog settings). Named after the run's database, which the
+ * global teardown drops together with these.
+ */
+async function systemDatabase(): Promise<string> {
+  const runUrl = new URL(inject('databaseUrl'));
+  const name = `${runUrl.pathname.slice(1)}_s${randomBytes(3).toString('hex')}`;
+  const admin = new URL(runUrl);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`create database ${name}`);
+  } finally {
+    await client.end();
+  }
+  runUrl.pathname = `/${name}`;
+  return runUrl.toString();
+}
+
+/** Starts the whole system as processes on free ports, in a database of its own. */
 export async function startTestSystem(extra: Partial<SystemOptions> = {}): Promise<RunningSystem> {
   return startSystem({
-    databaseUrl: inject('databaseUrl'),
+    databaseUrl: await systemDatabase(),
     natsUrl: inject('natsUrl'),
     eventsNamespace: inject('eventsNamespace'),
     gatewayPort: 0,

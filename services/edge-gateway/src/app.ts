@@ -28,6 +28,10 @@ export interface GatewayDeps {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route checks the account rate limit itself, in billing's Authorize call. */
+    deferRateLimit?: boolean;
+  }
   interface FastifyRequest {
     /** The authenticated key; set by the auth hook on every route below the base path. */
     apiKey: KeyRecord;
@@ -81,9 +85,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       // Order of checks (DECISIONS.md): auth, then the account rate limit, before anything else.
+      // Text generation routes defer the rate limit into billing's Authorize (see deferred-rate-limit.ts).
       api.addHook('onRequest', async (request) => {
         request.apiKey = await authenticate(request.headers.authorization, deps.keys, now());
-        await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
+        if (request.routeOptions.config.deferRateLimit !== true) await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
       });
       await api.register(modelsRoutes, deps);
       await api.register(textRoutes, deps);

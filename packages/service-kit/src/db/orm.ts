@@ -50,10 +50,18 @@ export async function createOrm(opts: OrmOptions): Promise<MikroORM> {
   });
 }
 
-/** Creates the schema when missing and applies pending migrations; returns the names applied. */
+/**
+ * Creates the schema when missing and applies pending migrations; returns the names applied.
+ * Replicas starting together take turns: a transaction-scoped advisory lock on the schema's name
+ * is held (on its own connection) while one of them migrates, and the others then find nothing
+ * left to apply.
+ */
 export async function runMigrations(orm: MikroORM): Promise<string[]> {
   const schema = orm.config.get('schema');
-  await orm.em.getConnection().execute(`create schema if not exists "${schema}"`);
-  const applied = await orm.migrator.up();
-  return applied.map((m) => m.name);
+  return orm.em.fork().transactional(async (tx) => {
+    await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`migrate:${schema}`]);
+    await orm.em.getConnection().execute(`create schema if not exists "${schema}"`);
+    const applied = await orm.migrator.up();
+    return applied.map((m) => m.name);
+  });
 }

@@ -22,7 +22,8 @@ export interface Charge {
 
 /**
  * Steps 6 and 8 of the order of checks in one billing call: key state (reconciliation, per-key
- * limits), then the hold of the worst-case cost. Refusals arrive as domain errors.
+ * limits), then the hold of the worst-case cost; with `checkRateLimit`, step 2 first (the route
+ * deferred it). Refusals arrive as domain errors.
  */
 export async function holdCredits(
   billing: Billing,
@@ -31,6 +32,7 @@ export async function holdCredits(
   endpoint: string,
   worstUnits: bigint,
   text: boolean,
+  opts: { checkRateLimit?: boolean } = {},
 ): Promise<Hold> {
   const requestId = randomUUID();
   await billing.authorize({
@@ -43,6 +45,7 @@ export async function holdCredits(
     pricePerUnit: model.price,
     worstUnits,
     text,
+    checkRateLimit: opts.checkRateLimit ?? false,
   });
   return { requestId, accountId: key.accountId, unit: model.unit, price: model.price };
 }

@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { SseWriter } from '../http/sse.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
+import { beforeAuthorize } from './deferred-rate-limit.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
 
 type Json = Record<string, unknown>;
@@ -46,11 +47,24 @@ export interface TextCall {
   dialect: ClientDialect;
   endpoint: string;
   body: Json;
+  model: ResolvedModel;
 }
 
 /**
- * The text pipeline after auth and rate limit: switches, model resolution, key state and hold,
- * then the text service; the hold is settled to the reported usage or released on failure.
+ * Steps 3 to 5 of the order of checks for a text route (switches, body, model), run under the
+ * deferred rate limit: a failure here reports 429 first when the account is over its limit.
+ */
+export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialect: ClientDialect, endpoint: string, parse: (raw: unknown) => Json = (raw) => validBody(dialect, raw)) {
+  return beforeAuthorize(deps, request, () => {
+    deps.switches.assertGenerationAllowed();
+    const body = parse(request.body);
+    return { body, model: deps.catalogCache.resolve(body.model as string, endpoint) };
+  });
+}
+
+/**
+ * The text pipeline after the preflight: rate limit, key state and hold in one billing call, then
+ * the text service; the hold is settled to the reported usage or released on failure.
  * Returns the client-protocol body with our `service` object, or streams it.
  */
 export async function runText(
@@ -59,8 +73,10 @@ export async function runText(
   reply: FastifyReply,
   call: TextCall,
 ): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
-  const model = deps.catalogCache.resolve(call.body.model as string, call.endpoint);
-  const hold = await holdCredits(deps.billing, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true);
+  const { model } = call;
+  const hold = await holdCredits(deps.billing, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, {
+    checkRateLimit: true,
+  });
   const req = {
     requestId: hold.requestId,
     dialect: PROTO_DIALECT[call.dialect],

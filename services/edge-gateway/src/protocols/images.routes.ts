@@ -1,5 +1,54 @@
-import type { FastifyInstance } from 'fastify';
+import { GatewayError } from '@gw/errors';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
+import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
+import { imagesBody, runImageJob, type ImageJobCall } from '../generation/image-job.ts';
+import { assertSizeFits, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../generation/image-request.ts';
 
-/** Images (spec 4.7, 4.8): generation and edits through `media`. */
-export async function imagesRoutes(_app: FastifyInstance, _deps: GatewayDeps): Promise<void> {}
+const JOB_ID = /^imgjob_[0-9a-f]{32}$/;
+
+/** Steps 3 to 5 of the order of checks, shared by both endpoints; the rest is `runImageJob`. */
+function prepare(
+  deps: GatewayDeps,
+  request: FastifyRequest,
+  endpoint: ImageJobCall['endpoint'],
+  parse: (body: unknown) => ImageJobCall['request'],
+): ImageJobCall {
+  deps.switches.assertGenerationAllowed();
+  const key = idempotencyKeyOf(request.headers);
+  const body = parse(request.body);
+  const model = deps.catalogCache.resolve(body.model, endpoint);
+  assertSizeFits(body.size, model);
+  return { endpoint, request: body, model, idempotency: key === undefined ? undefined : { key, bodyHash: bodyHash(request.body) } };
+}
+
+/**
+ * Images (spec 4.7, 4.8) through `media`, plus the extension `GET /images/jobs/{job_id}` that
+ * serves a finished result again for 24 hours (the `job_id` of a `duplicate_request`).
+ */
+export async function imagesRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  // These routes have limits of their own; the app-wide handler would name the default one.
+  app.setErrorHandler((err: FastifyError, request) => {
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      throw new GatewayError('invalid_request', `The request body is larger than ${request.routeOptions.bodyLimit} bytes, more than any valid request.`);
+    }
+    throw err;
+  });
+
+  app.post('/images/generations', { bodyLimit: GENERATION_BODY_LIMIT }, async (request) =>
+    runImageJob(deps, request, prepare(deps, request, 'images/generations', parseGenerationBody)),
+  );
+
+  app.post('/images/edits', { bodyLimit: EDIT_BODY_LIMIT }, async (request) =>
+    runImageJob(deps, request, prepare(deps, request, 'images/edits', parseEditBody)),
+  );
+
+  // Not a generation request: operator switches do not block reading a result already paid for.
+  app.get<{ Params: { jobId: string } }>('/images/jobs/:jobId', async (request) => {
+    const { jobId } = request.params;
+    if (!JOB_ID.test(jobId)) throw new GatewayError('not_found', 'No image job with this id.');
+    const job = await deps.media.getImageJob({ jobId, accountId: request.apiKey.accountId });
+    // The original response again: `created` is when the job finished, `service` what it was charged.
+    return imagesBody(job.images, { creditCharged: job.creditCharged, balanceAfter: job.balanceAfter }, Number(job.completedAtUnixMs));
+  });
+}

@@ -2,7 +2,7 @@ import { textV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
-import { routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
+import { preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
 
 /** The three imitated text protocols: same pipeline, each in its own dialect. */
 const PROTOCOLS: Array<{ path: string; dialect: ClientDialect }> = [
@@ -38,19 +38,17 @@ function countTokensBody(body: unknown): Record<string, unknown> {
 /** Text generation (spec 4.2 to 4.6). Generation requests: operator switches apply (step 3). */
 export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   for (const { path, dialect } of PROTOCOLS) {
-    app.post(`/${path}`, async (request, reply) => {
-      deps.switches.assertGenerationAllowed();
-      const body = validBody(dialect, request.body);
+    app.post(`/${path}`, { config: { deferRateLimit: true } }, async (request, reply) => {
       if (dialect === 'messages') reply.header('request-id', request.id);
-      const result = await runText(deps, request, reply, { dialect, endpoint: path, body });
+      const { body, model } = await preflightText(deps, request, dialect, path);
+      const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model });
       return result?.body ?? reply;
     });
   }
 
-  app.post('/chat', async (request, reply) => {
-    deps.switches.assertGenerationAllowed();
-    const body = legacyBody(request.body);
-    const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body });
+  app.post('/chat', { config: { deferRateLimit: true } }, async (request, reply) => {
+    const { body, model } = await preflightText(deps, request, 'chat', 'chat', legacyBody);
+    const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body, model });
     const choices = result!.body.choices as Array<{ message?: { content?: unknown } }> | undefined;
     const content = choices?.[0]?.message?.content;
     return {

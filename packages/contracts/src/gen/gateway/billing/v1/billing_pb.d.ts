@@ -112,6 +112,14 @@ export declare type AuthorizeRequest = Message<"gateway.billing.v1.AuthorizeRequ
    * @generated from field: bool text = 9;
    */
   text: boolean;
+
+  /**
+   * Count the request against the account rate limit first, in this same call (the gateway
+   * defers that check to here on its hot path). Refused: `rate_limit_exceeded`, nothing held.
+   *
+   * @generated from field: bool check_rate_limit = 10;
+   */
+  checkRateLimit: boolean;
 };
 
 /**
@@ -1512,9 +1520,10 @@ export declare const BillingService: GenService<{
     output: typeof CheckRateLimitResponseSchema;
   },
   /**
-   * Authorizes a generation request in one transaction: key state (reconciliation, per-key
-   * limits), then a hold of the worst-case cost. Errors: `api_key_quota_reconciliation_required`,
-   * `api_key_limit_exceeded`, `insufficient_balance`. Idempotent by request id.
+   * Authorizes a generation request: optionally the account rate limit, then, in one transaction,
+   * key state (reconciliation, per-key limits) and a hold of the worst-case cost. Errors:
+   * `rate_limit_exceeded`, `api_key_quota_reconciliation_required`, `api_key_limit_exceeded`,
+   * `insufficient_balance`. Idempotent by request id.
    *
    * @generated from rpc gateway.billing.v1.BillingService.Authorize
    */

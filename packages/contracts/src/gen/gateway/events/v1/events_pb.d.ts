@@ -114,7 +114,8 @@ export declare const SwitchesChangedSchema: GenMessage<SwitchesChanged>;
  */
 export declare type VideoJobStatusChanged = Message<"gateway.events.v1.VideoJobStatusChanged"> & {
   /**
-   * Unique event id (`<job id>:<status>`): one event per job and status.
+   * Unique event id (`<job id>:status:<status>`): one event per job and status. Also the JetStream
+   * message id, distinct from the `VideoJobFailed` id of the same job (one stream holds both).
    *
    * @generated from field: string event_id = 1;
    */

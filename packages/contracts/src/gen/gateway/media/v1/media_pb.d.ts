@@ -160,6 +160,14 @@ export declare type RunImageJobRequest = Message<"gateway.media.v1.RunImageJobRe
    * @generated from field: gateway.media.v1.ImageData source = 8;
    */
   source?: ImageData | undefined;
+
+  /**
+   * Encoding to ask the provider for where it lets the caller choose (`image/png`, `image/jpeg`
+   * or `image/webp`); empty for the provider's default.
+   *
+   * @generated from field: string output_mime_type = 9;
+   */
+  outputMimeType: string;
 };
 
 /**

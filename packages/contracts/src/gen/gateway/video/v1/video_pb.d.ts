@@ -203,6 +203,20 @@ export declare type VideoJob = Message<"gateway.video.v1.VideoJob"> & {
    * @generated from field: int64 balance_after = 9;
    */
   balanceAfter: bigint;
+
+  /**
+   * Public model id the job was created with.
+   *
+   * @generated from field: string model = 10;
+   */
+  model: string;
+
+  /**
+   * When the job was created (unix ms).
+   *
+   * @generated from field: int64 created_at_unix_ms = 11;
+   */
+  createdAtUnixMs: bigint;
 };
 
 /**

@@ -1,0 +1,18 @@
+import type { FastifyRequest } from 'fastify';
+import type { GatewayDeps } from '../app.ts';
+
+/**
+ * The hot path's account rate limit. Text routes skip the separate rate-limit call and let
+ * billing's Authorize count the request first (one round trip instead of two). The order of
+ * checks stays what clients observe: when a step before Authorize fails (switches, validation,
+ * model resolution), the rate limit is consulted before that failure is reported, so a limited
+ * client gets 429 whatever else is wrong with its request.
+ */
+export async function beforeAuthorize<T>(deps: GatewayDeps, request: FastifyRequest, steps: () => T | Promise<T>): Promise<T> {
+  try {
+    return await steps();
+  } catch (err) {
+    await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
+    throw err;
+  }
+}

@@ -1,0 +1,113 @@
+import { mediaV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import type { FastifyRequest } from 'fastify';
+import type { GatewayDeps } from '../app.ts';
+import type { ResolvedModel } from '../state/catalog-cache.ts';
+import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
+import type { ImageEditRequest, ImageGenerationRequest } from './image-request.ts';
+import { routesOf } from './text-request.ts';
+
+/**
+ * Deadline of the media call that runs the provider: the provider's own image deadline (360 s,
+ * spec 4.7's longest client timeout) plus room for downloading URL answers and storing the result.
+ * The default 5 s of internal calls would cut nearly every image off.
+ */
+export const IMAGE_RUN_TIMEOUT_MS = 390_000;
+
+/** The response of spec 4.7/4.8, also served again by `GET /images/jobs/{job_id}`. */
+export interface ImagesBody {
+  created: number;
+  data: Array<{ b64_json: string; mime_type: string }>;
+  usage: { images: number };
+  service: { credit_charged: number; balance_after: number };
+}
+
+export function imagesBody(images: readonly mediaV1.ImageData[], charge: Charge, createdMs: number): ImagesBody {
+  return {
+    created: Math.floor(createdMs / 1000),
+    data: images.map((image) => ({ b64_json: Buffer.from(image.data).toString('base64'), mime_type: image.mimeType })),
+    usage: { images: images.length },
+    service: serviceObject(charge),
+  };
+}
+
+export interface ImageJobCall {
+  endpoint: 'images/generations' | 'images/edits';
+  request: ImageGenerationRequest | ImageEditRequest;
+  model: ResolvedModel;
+  /** Present when the client sent an Idempotency-Key. */
+  idempotency: { key: string; bodyHash: Uint8Array } | undefined;
+}
+
+/**
+ * Steps 7 to 9 of the order of checks and the settlement, for one image request: claim the job
+ * (and its Idempotency-Key) in media, hold n x price, run the provider, settle to the images
+ * actually returned and record the charge with the job. Any failure before the settlement
+ * releases the hold and abandons the job, so nothing is charged and the key is free again.
+ * The client going away does not stop the job: with a key, its paid result can still be fetched.
+ */
+export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, call: ImageJobCall): Promise<ImagesBody> {
+  const accountId = request.apiKey.accountId;
+  const operation = call.endpoint === 'images/edits' ? mediaV1.ImageOperation.EDIT : mediaV1.ImageOperation.GENERATE;
+  const { jobId } = await deps.media.beginImageJob({
+    accountId,
+    idempotencyKey: call.idempotency?.key ?? '',
+    bodyHash: call.idempotency?.bodyHash ?? new Uint8Array(),
+    operation,
+  });
+  const log = request.log.child({ jobId });
+  const abandon = () =>
+    deps.media.abandonImageJob({ jobId, accountId }).then(
+      () => undefined,
+      (err: unknown) => log.error({ err }, 'abandoning an image job failed; media frees its key once it is stale'),
+    );
+
+  let hold: Hold;
+  try {
+    hold = await holdCredits(deps.billing, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false);
+  } catch (err) {
+    await abandon();
+    throw err;
+  }
+  const fail = async (err: unknown): Promise<never> => {
+    await releaseHold(deps.billing, hold, log);
+    await abandon();
+    throw err;
+  };
+
+  let images: mediaV1.ImageData[];
+  try {
+    const source = 'image' in call.request ? { data: call.request.image.bytes, mimeType: call.request.image.mimeType } : undefined;
+    const res = await deps.media.runImageJob(
+      {
+        jobId,
+        accountId,
+        operation,
+        routes: routesOf(call.model),
+        prompt: call.request.prompt,
+        n: call.request.n,
+        size: call.request.size ?? '',
+        outputMimeType: call.request.outputMimeType ?? '',
+        ...(source ? { source } : {}),
+      },
+      { timeoutMs: IMAGE_RUN_TIMEOUT_MS },
+    );
+    images = res.images;
+  } catch (err) {
+    return fail(err);
+  }
+  if (images.length === 0) return fail(new GatewayError('upstream_error', 'The provider returned no image. Nothing was charged.'));
+
+  let charge: Charge;
+  try {
+    charge = await settleHold(deps.billing, hold, { units: BigInt(images.length) });
+  } catch (err) {
+    return fail(err);
+  }
+  // The client has paid: a failure to record the charge with the job must not cost them the images.
+  await deps.media
+    .finishImageJob({ jobId, accountId, creditCharged: charge.creditCharged, balanceAfter: charge.balanceAfter })
+    .catch((err: unknown) => log.error({ err }, 'recording a finished image job failed; its result is not kept'));
+  log.info({ holdId: hold.requestId, model: call.model.id, requested: call.request.n, images: images.length }, 'image job charged');
+  return imagesBody(images, charge, (deps.now ?? Date.now)());
+}

@@ -1,0 +1,123 @@
+import { stripDirectives } from './directives.ts';
+import { isObject } from './json.ts';
+import type { Effects } from './pipeline.ts';
+import { sampleArguments } from './tool-args.ts';
+import { textTokens, truncateToTokens } from './tokens.ts';
+import type { JsonObject } from './types.ts';
+
+/**
+ * The provider-neutral core of text generation: each provider module turns its request into a
+ * Conversation, asks for a Plan, and renders the plan in its own wire format.
+ */
+
+export interface ToolSpec {
+  name: string;
+  schema: unknown;
+}
+
+export type ToolChoice = { mode: 'auto' } | { mode: 'none' } | { mode: 'required'; name?: string };
+
+export interface Conversation {
+  /** Text of the last user turn (directives included). */
+  lastUserText: string;
+  /** When the conversation ends with a tool result: that result as text. */
+  toolResult?: string;
+  tools: ToolSpec[];
+  toolChoice: ToolChoice;
+}
+
+export type Plan =
+  | { kind: 'text'; text: string; finish: 'stop' | 'length'; outputTokens: number }
+  | { kind: 'tool'; name: string; args: JsonObject; argsJson: string; outputTokens: number };
+
+const LOREM = (
+  'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore ' +
+  'et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut ' +
+  'aliquip ex ea commodo consequat.'
+).split(' ');
+
+const DEFAULT_TAIL = LOREM.slice(0, 12).join(' ');
+
+function firstWords(text: string, count: number): string {
+  const words = text.split(/\s+/).filter((w) => w !== '');
+  return words.slice(0, count).join(' ') + (words.length > count ? '...' : '');
+}
+
+/** Ends the echoed text with a full stop unless it already ends a sentence. */
+function sentence(text: string): string {
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+}
+
+function loremWords(count: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) out.push(LOREM[i % LOREM.length]!);
+  return out.join(' ');
+}
+
+/** The full (untruncated) reply text for a conversation. */
+export function replyText(conv: Conversation, words: number | undefined): string {
+  const tail = words === undefined ? DEFAULT_TAIL : loremWords(words);
+  if (conv.toolResult !== undefined) {
+    return `Simulated reply using the tool result: ${sentence(firstWords(conv.toolResult, 12) || '(empty)')} ${tail}`.trim();
+  }
+  return `Simulated reply to: ${sentence(firstWords(stripDirectives(conv.lastUserText), 8) || '(no text)')} ${tail}`.trim();
+}
+
+function chooseTool(conv: Conversation, effects: Effects): ToolSpec | undefined {
+  if (conv.tools.length === 0 || conv.toolResult !== undefined || conv.toolChoice.mode === 'none') return undefined;
+  if (conv.toolChoice.mode === 'required') {
+    const named = conv.toolChoice.name;
+    return conv.tools.find((t) => t.name === named) ?? conv.tools[0];
+  }
+  const wantsTool = effects.forceTool || /\bweather\b/i.test(conv.lastUserText);
+  return wantsTool ? conv.tools[0] : undefined;
+}
+
+export function planReply(conv: Conversation, effects: Effects, maxTokens: number | undefined): Plan {
+  const tool = chooseTool(conv, effects);
+  if (tool) {
+    const args = sampleArguments(tool.schema);
+    const argsJson = JSON.stringify(args);
+    return { kind: 'tool', name: tool.name, args, argsJson, outputTokens: textTokens(tool.name + argsJson) };
+  }
+  const full = replyText(conv, effects.words);
+  const fullTokens = textTokens(full);
+  if (maxTokens !== undefined && fullTokens > maxTokens) {
+    return { kind: 'text', text: truncateToTokens(full, maxTokens), finish: 'length', outputTokens: maxTokens };
+  }
+  return { kind: 'text', text: full, finish: 'stop', outputTokens: fullTokens };
+}
+
+/**
+ * Splits text into streaming deltas: a few words each, and at least `minParts` pieces whenever the
+ * text has that many characters, so clients can observe a real stream.
+ */
+export function splitDeltas(text: string, minParts = 3): string[] {
+  const words = text.match(/\S+\s*/g) ?? [];
+  if (words.length >= minParts) {
+    const perDelta = Math.max(1, Math.floor(words.length / 8));
+    const out: string[] = [];
+    for (let i = 0; i < words.length; i += perDelta) out.push(words.slice(i, i + perDelta).join(''));
+    return out;
+  }
+  const parts = Math.min(minParts, text.length);
+  if (parts <= 1) return text === '' ? [] : [text];
+  const size = Math.ceil(text.length / parts);
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+/** Text of the prompt's tool result as a string (tool outputs may be strings, blocks or objects). */
+export function toolResultText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    return value
+      .map((part) => {
+        if (typeof part === 'string') return part;
+        return isObject(part) && typeof part.text === 'string' ? part.text : '';
+      })
+      .join(' ');
+  }
+  return JSON.stringify(value) ?? '';
+}
