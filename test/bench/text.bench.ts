@@ -1,0 +1,143 @@
+import { request, Agent } from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { billingV1, catalogV1, createClient } from '@gw/contracts';
+import { startSystem } from '../../scripts/system.ts';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { scratchDatabase } from './support.ts';
+
+/**
+ * `pnpm bench:text`: the gateway's overhead on the text path. In one run, on this machine, the
+ * same chat-completions requests go (a) straight to the provider simulator and (b) through the
+ * whole gateway (auth, rate limit, resolution, hold, text service, settle), non-streaming and
+ * streaming (time to first token), at 1 and at 32 connections. Reports requests per second, p50
+ * and p99, the gateway's added latency and its throughput ratio to the direct baseline.
+ */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const LOW = 1;
+const HIGH = Number(process.env.BENCH_CONCURRENCY ?? 32);
+
+interface Sample {
+  total: number;
+  firstByte: number;
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+/** One POST; resolves with total time and time to the first chunk of body containing `marker`. */
+function post(url: URL, headers: Record<string, string>, body: string, marker: string): Promise<Sample> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    let firstByte = 0;
+    const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let buffered = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (firstByte === 0) {
+          buffered += chunk;
+          if (buffered.includes(marker)) firstByte = performance.now() - start;
+        }
+      });
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+        else resolve({ total: performance.now() - start, firstByte: firstByte || performance.now() - start });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  ttft50: number;
+  ttft99: number;
+  errors: number;
+}
+
+async function load(concurrency: number, send: () => Promise<Sample>): Promise<Result> {
+  for (let i = 0; i < 50; i++) await send(); // warm-up
+  const totals: number[] = [];
+  const firsts: number[] = [];
+  let errors = 0;
+  const end = performance.now() + SECONDS * 1000;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        try {
+          const s = await send();
+          totals.push(s.total);
+          firsts.push(s.firstByte);
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - start) / 1000;
+  const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;
+  return { rps: totals.length / elapsed, p50: pct(totals, 0.5), p99: pct(totals, 0.99), ttft50: pct(firsts, 0.5), ttft99: pct(firsts, 0.99), errors };
+}
+
+const db = await scratchDatabase();
+const system = await startSystem({
+  databaseUrl: db.url,
+  natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+  eventsNamespace: `bench${Date.now().toString(36)}`,
+  gatewayPort: 0,
+  internalPorts: 'random',
+  logs: mkdtempSync(join(tmpdir(), 'gw-bench-logs-')),
+  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '100000000' },
+});
+try {
+  const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
+  for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+  catalog.close();
+  const billing = createClient(billingV1.BillingService, system.billingAddr);
+  const { accountId } = await billing.createAccount({ name: 'bench' });
+  await billing.topUp({ accountId, credits: 1_000_000_000_000n, reference: `bench-${accountId}` });
+  const { apiKey } = await billing.createApiKey({ accountId, name: 'bench' });
+  billing.close();
+  await new Promise((r) => setTimeout(r, 1_500)); // the gateway reloads the catalog on the change event
+
+  const messages = [{ role: 'user', content: 'Write one short sentence about latency.' }];
+  const plain = JSON.stringify({ model: 'gpt-sim-mini', messages, max_tokens: 32 });
+  const streamed = JSON.stringify({ model: 'gpt-sim-mini', messages, max_tokens: 32, stream: true, stream_options: { include_usage: true } });
+  const sim = new URL(`${system.simulatorUrl}/openai/v1/chat/completions`);
+  const gw = new URL(`${system.baseUrl}/chat/completions`);
+  const simAuth = { authorization: 'Bearer sim-openai-key' };
+  const gwAuth = { authorization: `Bearer ${apiKey}` };
+
+  const rows: Array<[string, Result, Result]> = [];
+  for (const [label, body, marker] of [
+    ['non-streaming', plain, '"choices"'],
+    ['streaming', streamed, '"content"'],
+  ] as const) {
+    for (const c of [LOW, HIGH]) {
+      const direct = await load(c, () => post(sim, simAuth, body, marker));
+      const through = await load(c, () => post(gw, gwAuth, body, marker));
+      rows.push([`${label}, ${c} connection${c > 1 ? 's' : ''}`, direct, through]);
+    }
+  }
+
+  const f = (n: number) => n.toFixed(2).padStart(7);
+  const lines = [`text benchmark: ${SECONDS} s per run, node ${process.version}, whole system and load generator on this machine`];
+  for (const [label, d, g] of rows) {
+    const streaming = label.startsWith('streaming');
+    lines.push(`  ${label}`);
+    lines.push(`    simulator direct  ${d.rps.toFixed(0).padStart(6)} req/s  p50 ${f(d.p50)} ms  p99 ${f(d.p99)} ms${streaming ? `  ttft p50 ${f(d.ttft50)} ms` : ''}  errors ${d.errors}`);
+    lines.push(`    through gateway   ${g.rps.toFixed(0).padStart(6)} req/s  p50 ${f(g.p50)} ms  p99 ${f(g.p99)} ms${streaming ? `  ttft p50 ${f(g.ttft50)} ms` : ''}  errors ${g.errors}`);
+    lines.push(
+      `    added             p50 ${f(g.p50 - d.p50)} ms  p99 ${f(g.p99 - d.p99)} ms${streaming ? `  ttft p50 ${f(g.ttft50 - d.ttft50)} ms` : ''}  throughput ratio ${(g.rps / d.rps).toFixed(3)}`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  await system.stop();
+  await db.drop();
+}
