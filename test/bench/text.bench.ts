@@ -59,6 +59,9 @@ interface Result {
   errors: number;
 }
 
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;
+const f = (n: number) => n.toFixed(2).padStart(7);
+
 async function load(concurrency: number, send: () => Promise<Sample>): Promise<Result> {
   for (let i = 0; i < 50; i++) await send(); // warm-up
   const totals: number[] = [];
@@ -80,7 +83,6 @@ async function load(concurrency: number, send: () => Promise<Sample>): Promise<R
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
-  const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;
   return { rps: totals.length / elapsed, p50: pct(totals, 0.5), p99: pct(totals, 0.99), ttft50: pct(firsts, 0.5), ttft99: pct(firsts, 0.99), errors };
 }
 
@@ -125,7 +127,6 @@ try {
     }
   }
 
-  const f = (n: number) => n.toFixed(2).padStart(7);
   const lines = [`text benchmark: ${SECONDS} s per run, node ${process.version}, whole system and load generator on this machine`];
   for (const [label, d, g] of rows) {
     const streaming = label.startsWith('streaming');

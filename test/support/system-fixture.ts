@@ -18,9 +18,9 @@ const run = promisify(execFile);
 async function systemDatabase(): Promise<string> {
   const runUrl = new URL(inject('databaseUrl'));
   const name = `${runUrl.pathname.slice(1)}_s${randomBytes(3).toString('hex')}`;
-  const admin = new URL(runUrl);
-  admin.pathname = '/postgres';
-  const client = new Client({ connectionString: admin.toString() });
+  const serverUrl = new URL(runUrl);
+  serverUrl.pathname = '/postgres';
+  const client = new Client({ connectionString: serverUrl.toString() });
   await client.connect();
   try {
     await client.query(`create database ${name}`);
