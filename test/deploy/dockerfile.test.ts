@@ -116,13 +116,13 @@ function ignored(rules: string[], path: string): boolean {
     const re = new RegExp(
       `^${pattern
         .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-        .replace(/\*\*\//g, '\u0000')
-        .replace(/\/\*\*/g, '\u0001')
+        .replace(/\*\*\//g, '%ANY_FOLDERS%')
+        .replace(/\/\*\*/g, '%SUBTREE%')
         .replace(/\*\*/g, '.*')
         .replace(/\*/g, '[^/]*')
         .replace(/\?/g, '[^/]')
-        .replace(/\u0000/g, '(?:.*/)?')
-        .replace(/\u0001/g, '(?:/.*)?')}$`,
+        .replaceAll('%ANY_FOLDERS%', '(?:.*/)?')
+        .replaceAll('%SUBTREE%', '(?:/.*)?')}$`,
     );
     if (parents.some((p) => re.test(p))) out = !negate;
   }
@@ -148,7 +148,7 @@ describe('deploy/Dockerfile.dockerignore', () => {
 
   it('leaves out installed modules, git, local data, tests and the chart', () => {
     for (const p of ['node_modules/x/index.js', 'services/billing/node_modules/pg/index.js', '.git/HEAD', '.data/pg/PG_VERSION', 'services/billing/test/money.test.ts', 'packages/service-kit/test/outbox.test.ts', 'test/e2e/models-and-auth.e2e.test.ts', 'test/global-setup.ts', 'deploy/helm/generation-gateway/values.yaml', '.env']) {
-      expect(ignored(rules, p), p).toBe(true);
+      expect(ignored(rules, p), `${p}`).toBe(true);
     }
   });
 });

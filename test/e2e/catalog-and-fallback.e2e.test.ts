@@ -58,12 +58,17 @@ describe('model availability, provider sync and route fallback', () => {
     await upsert('--id', 'm-off', '--kind', 'TEXT', '--provider', 'openai', '--upstream-model', 'gpt-sim-mini', '--price', '1000', '--disabled');
     await upsert('--id', 'm-unpriced', '--kind', 'TEXT', '--provider', 'openai', '--upstream-model', 'gpt-sim-mini');
     await upsert('--id', 'm-image', '--kind', 'IMAGE', '--provider', 'openai', '--upstream-model', 'gpt-sim-image', '--price', '500');
+    // Listed only while the backup provider serves `gpt-sim-mini-b`: tells the tests which sync the gateway has seen.
+    await upsert('--id', 'm-b-only', '--kind', 'TEXT', '--provider', 'openai-backup', '--upstream-model', 'gpt-sim-mini-b', '--price', '1000');
     await upsert('--id', 'm-chat-only', '--kind', 'TEXT', '--provider', 'compat', '--upstream-model', 'compat-sim-chat', '--price', '1000', '--capabilities', 'chat/completions');
   }, 120_000);
   afterAll(() => system?.stop());
   beforeEach(async () => {
     await sim('POST', '/_sim/reset');
-    await syncUntil(async () => (await listed()).includes('m-ok'));
+    await syncUntil(async () => {
+      const ids = await listed();
+      return ids.includes('m-ok') && !ids.includes('m-b-only');
+    });
   });
 
   it('resolves every outcome in order, with the /chat special rule', async () => {
@@ -146,13 +151,18 @@ describe('model availability, provider sync and route fallback', () => {
     beforeEach(async () => {
       await sim('PUT', '/_sim/models/openai', ['gpt-sim-mini', 'gpt-sim-mini-b', 'gpt-sim-image']);
       await upsert('--id', 'm-two', '--kind', 'TEXT', '--route', 'openai:gpt-sim-mini:0', '--route', 'openai-backup:gpt-sim-mini-b:1', '--price', '1000');
-      await syncUntil(async () => (await listed()).includes('m-two'));
+      await syncUntil(async () => {
+        const ids = await listed();
+        return ids.includes('m-two') && ids.includes('m-b-only');
+      });
       await sim('DELETE', '/_sim/requests');
     });
 
     it.each([['503'], ['timeout']])('the first route answering %s → the second serves, billed once', async (fault) => {
       await sim('PUT', '/_sim/settings/openai/gpt-sim-mini', { fault });
       const before = await balanceOf(system, key.accountId);
+      const records = async () => ((await admin(system, 'usage', '--key', key.keyId)) as { records: Array<{ model: string }> }).records.filter((r) => r.model === 'm-two');
+      const recordsBefore = (await records()).length;
       const res = await chat('m-two');
       expect(res.status).toBe(200);
       const body = (await res.json()) as { model: string; service: { credit_charged: number; balance_after: number } };
@@ -160,8 +170,7 @@ describe('model availability, provider sync and route fallback', () => {
       expect(await calls()).toEqual(['gpt-sim-mini', 'gpt-sim-mini-b']);
       expect(body.service.balance_after).toBe(before - body.service.credit_charged);
       expect(await balanceOf(system, key.accountId)).toBe(body.service.balance_after);
-      const usage = (await admin(system, 'usage', '--key', key.keyId)) as { records: Array<{ model: string }> };
-      expect(usage.records.filter((r) => r.model === 'm-two')).toHaveLength(1);
+      expect(await records()).toHaveLength(recordsBefore + 1);
     });
 
     it('all routes failing → the last attempt’s code, nothing charged', async () => {

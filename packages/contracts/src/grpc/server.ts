@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { DescMethod } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import * as grpc from '@grpc/grpc-js';
+import { GatewayError } from '@gw/errors';
 import { deserializer, serializer } from './codec.ts';
 import { toStatus } from './errors.ts';
 import { extractTrace, withRpcSpan } from './tracing.ts';
@@ -39,7 +40,7 @@ export function addService<S extends GenServiceMethods>(
   const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   const handlers: grpc.UntypedServiceImplementation = {};
   const report = (err: unknown, path: string) => {
-    if (!(err instanceof Error && err.name === 'GatewayError')) opts.onUnexpectedError?.(err, path);
+    if (!(err instanceof GatewayError)) opts.onUnexpectedError?.(err, path);
   };
 
   for (const method of service.methods as DescMethod[]) {

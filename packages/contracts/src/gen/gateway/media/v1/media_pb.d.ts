@@ -59,7 +59,8 @@ export declare const BeginImageJobRequestSchema: GenMessage<BeginImageJobRequest
  */
 export declare type BeginImageJobResponse = Message<"gateway.media.v1.BeginImageJobResponse"> & {
   /**
-   * Job id (`imgjob_<id>`); also the billing hold's request id.
+   * Job id (`imgjob_<id>`): every later call about the job uses it; a `duplicate_request`
+   * carries it as `job_id`.
    *
    * @generated from field: string job_id = 1;
    */
@@ -439,7 +440,8 @@ export declare const MediaService: GenService<{
     output: typeof RunImageJobResponseSchema;
   },
   /**
-   * Records the settled charge of a job that produced images; its result is kept for 24 hours.
+   * Records the settled charge of a job that produced images. The result of a job begun with an
+   * Idempotency-Key is kept for 24 hours from now; a job without one keeps no images.
    *
    * @generated from rpc gateway.media.v1.MediaService.FinishImageJob
    */
@@ -459,7 +461,8 @@ export declare const MediaService: GenService<{
     output: typeof AbandonImageJobResponseSchema;
   },
   /**
-   * Reads a finished job's result. Unknown job, another account's job, or expired: `not_found`.
+   * Reads a finished job's result. Unknown job, another account's job, expired, or a job begun
+   * without an Idempotency-Key (nothing kept): `not_found`.
    *
    * @generated from rpc gateway.media.v1.MediaService.GetImageJob
    */

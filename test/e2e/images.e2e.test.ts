@@ -1,0 +1,416 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { crc32, deflateSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { balanceOf, catalogClient, openaiClient, waitForListing } from '../support/clients.ts';
+import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+
+const PRICE: Record<string, number> = Object.fromEntries(DEMO_MODELS.map((m) => [m.id, Number(m.priceCreditPerUnit)]));
+const IMAGE_MODELS = ['gpt-sim-image', 'gemini-sim-image', 'gpt-sim-one-image', 'gpt-sim-url-image'];
+const FORMATS = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' } as const;
+
+interface ImagesBody {
+  created: number;
+  data: Array<{ b64_json: string; mime_type: string }>;
+  usage: { images: number };
+  service: { credit_charged: number; balance_after: number };
+}
+interface ErrorBody {
+  error: { code: string; message: string; job_id?: string };
+}
+interface Answer<B> {
+  status: number;
+  body: B;
+  headers: Headers;
+}
+
+/** The type and size of an image, read from its own headers (PNG IHDR, JPEG SOFn, WebP VP8/VP8L/VP8X). */
+function imageInfo(bytes: Buffer): { mime: string; width: number; height: number } {
+  if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) && bytes.toString('latin1', 12, 16) === 'IHDR') {
+    return { mime: 'image/png', width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
+  }
+  if (bytes[0] === 0xff && bytes[1] === 0xd8) {
+    for (let i = 2; i + 9 < bytes.length; ) {
+      if (bytes[i] !== 0xff) break;
+      const marker = bytes[i + 1]!;
+      if (marker >= 0xc0 && marker <= 0xcf && ![0xc4, 0xc8, 0xcc].includes(marker)) {
+        return { mime: 'image/jpeg', height: bytes.readUInt16BE(i + 5), width: bytes.readUInt16BE(i + 7) };
+      }
+      i += 2 + bytes.readUInt16BE(i + 2);
+    }
+    throw new Error('a JPEG without a frame header');
+  }
+  if (bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') {
+    const chunk = bytes.toString('latin1', 12, 16);
+    if (chunk === 'VP8L') {
+      const bits = bytes.readUInt32LE(21);
+      return { mime: 'image/webp', width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
+    }
+    if (chunk === 'VP8 ') return { mime: 'image/webp', width: bytes.readUInt16LE(26) & 0x3fff, height: bytes.readUInt16LE(28) & 0x3fff };
+    if (chunk === 'VP8X') return { mime: 'image/webp', width: bytes.readUIntLE(24, 3) + 1, height: bytes.readUIntLE(27, 3) + 1 };
+  }
+  throw new Error(`not a PNG, JPEG or WebP image (starts ${bytes.subarray(0, 12).toString('hex')})`);
+}
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const out = Buffer.alloc(body.length + 8);
+  out.writeUInt32BE(data.length, 0);
+  body.copy(out, 4);
+  out.writeUInt32BE(crc32(body), body.length + 4);
+  return out;
+}
+
+/** A real greyscale PNG of random pixels: it does not compress, so its size follows its dimensions. */
+function noisePng(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 0, 0, 0, 0], 8);
+  const rows = randomBytes((width + 1) * height);
+  for (let y = 0; y < height; y++) rows[y * (width + 1)] = 0;
+  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  return Buffer.concat([signature, pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(rows, { level: 0 })), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
+describe('image generation and edits through the whole system', () => {
+  let system: RunningSystem;
+  let account: { accountId: string; keyId: string; apiKey: string };
+  let secondGateway: string;
+
+  async function call<B = ImagesBody>(path: string, body: unknown, opts: { key?: string; apiKey?: string; base?: string; method?: string } = {}): Promise<Answer<B>> {
+    const res = await fetch(`${opts.base ?? system.baseUrl}${path}`, {
+      method: opts.method ?? 'POST',
+      headers: {
+        authorization: `Bearer ${opts.apiKey ?? account.apiKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(opts.key === undefined ? {} : { 'idempotency-key': opts.key }),
+      },
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
+    return { status: res.status, body: (await res.json()) as B, headers: res.headers };
+  }
+  const fail = (path: string, body: unknown, opts: { key?: string; apiKey?: string; base?: string; method?: string } = {}) => call<ErrorBody>(path, body, opts);
+  const balance = () => balanceOf(system, account.accountId);
+
+  /** Provider calls the simulator saw whose prompt carries `nonce`. */
+  async function providerCalls(nonce: string): Promise<number> {
+    const res = await fetch(`${system.simulatorUrl}/_sim/requests?limit=1000&path=/images`);
+    const { requests } = (await res.json()) as { requests: Array<{ body: { prompt?: unknown } | null }> };
+    return requests.filter((r) => typeof r.body?.prompt === 'string' && r.body.prompt.includes(nonce)).length;
+  }
+
+  /** The sequence number of the last image request the simulator saw (0 when none). */
+  async function lastProviderRequest(): Promise<number> {
+    const { requests } = (await (await fetch(`${system.simulatorUrl}/_sim/requests?limit=1&path=/images`)).json()) as { requests: Array<{ seq: number }> };
+    return requests[0]?.seq ?? 0;
+  }
+
+  /** Runs a request that must be refused before any provider is called. */
+  async function refusedBeforeProvider<B>(send: () => Promise<B>): Promise<B> {
+    const seen = await lastProviderRequest();
+    const res = await send();
+    expect(await lastProviderRequest()).toBe(seen);
+    return res;
+  }
+
+  /** A real image of the given type, made by the system itself. */
+  async function sourceImage(format: keyof typeof FORMATS, size = '1024x1536'): Promise<Buffer> {
+    const res = await call('/images/generations', { model: 'gpt-sim-image', prompt: `a source image ${format}`, size, output_format: format });
+    expect(res.status).toBe(200);
+    return Buffer.from(res.body.data[0]!.b64_json, 'base64');
+  }
+
+  beforeAll(async () => {
+    // Fault tests fail the same route on purpose; it must not cool down in between.
+    system = await startTestSystem({
+      providerTimeouts: { imageMs: 3_000, listMs: 2_000 },
+      serviceEnv: { media: { ROUTE_FAILURE_THRESHOLD: '1000' } },
+    });
+    const catalog = catalogClient(system);
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    catalog.close();
+    account = await fundedAccount(system, 10_000_000);
+    await waitForListing(system, account.apiKey, IMAGE_MODELS);
+    secondGateway = await system.addGateway();
+  }, 120_000);
+  afterAll(() => system?.stop());
+
+  it('generates with the OpenAI SDK: n images of the asked size, billed n x price', async () => {
+    const openai = openaiClient(system, account.apiKey);
+    const before = await balance();
+    const res = await openai.images.generate({ model: 'gpt-sim-image', prompt: 'two blue squares', n: 2, size: '1024x1536' });
+    expect(res.data).toHaveLength(2);
+    for (const image of res.data!) {
+      expect(image.url).toBeUndefined();
+      expect(imageInfo(Buffer.from(image.b64_json!, 'base64'))).toEqual({ mime: 'image/png', width: 1024, height: 1536 });
+    }
+    const body = res as unknown as ImagesBody;
+    expect(body.data.map((d) => d.mime_type)).toEqual(['image/png', 'image/png']);
+    expect(body.usage).toEqual({ images: 2 });
+    expect(body.service).toEqual({ credit_charged: 2 * PRICE['gpt-sim-image']!, balance_after: before - 2 * PRICE['gpt-sim-image']! });
+    expect(await balance()).toBe(body.service.balance_after);
+  });
+
+  it.each(Object.entries(FORMATS))('returns a real, decodable %s when asked for it', async (format, mime) => {
+    const openai = openaiClient(system, account.apiKey);
+    const res = await openai.images.generate({ model: 'gpt-sim-image', prompt: `a ${format} picture`, size: '1536x1024', output_format: format as keyof typeof FORMATS });
+    expect((res as unknown as ImagesBody).data[0]!.mime_type).toBe(mime);
+    expect(imageInfo(Buffer.from(res.data![0]!.b64_json!, 'base64'))).toEqual({ mime, width: 1536, height: 1024 });
+  });
+
+  it('serves a Google image model with any well-formed size', async () => {
+    const res = await call('/images/generations', { model: 'gemini-sim-image', prompt: 'a wide landscape', size: '1280x720' });
+    expect(res.status).toBe(200);
+    const info = imageInfo(Buffer.from(res.body.data[0]!.b64_json, 'base64'));
+    expect(info.mime).toBe(res.body.data[0]!.mime_type);
+    expect(info.width / info.height).toBeCloseTo(16 / 9, 1);
+    expect(res.body.service.credit_charged).toBe(PRICE['gemini-sim-image']!);
+  });
+
+  it.each(Object.entries(FORMATS))('edits a %s source sent as b64_json or as a data URL (plain JSON, not multipart)', async (format, mime) => {
+    const source = await sourceImage(format as keyof typeof FORMATS);
+    const before = await balance();
+    for (const image of [{ b64_json: source.toString('base64'), mime_type: mime }, { data_url: `data:${mime};base64,${source.toString('base64')}` }]) {
+      const res = await call('/images/edits', { model: 'gpt-sim-image', prompt: 'make it brighter', image });
+      expect(res.status).toBe(200);
+      expect(res.body.usage).toEqual({ images: 1 });
+      // The provider saw the source intact: the edit keeps its size.
+      expect(imageInfo(Buffer.from(res.body.data[0]!.b64_json, 'base64'))).toEqual({ mime: res.body.data[0]!.mime_type, width: 1024, height: 1536 });
+    }
+    expect(await balance()).toBe(before - 2 * PRICE['gpt-sim-image']!);
+  });
+
+  it('edits a source just under 8 MB (the body limit and internal calls carry the largest valid request)', async () => {
+    const source = noisePng(4000, 2090);
+    expect(source.length).toBeGreaterThan(8_300_000);
+    expect(source.length).toBeLessThanOrEqual(8 * 1024 * 1024);
+    const res = await call('/images/edits', { model: 'gpt-sim-image', prompt: '🐱'.repeat(4000), image: { data_url: `data:image/png;base64,${source.toString('base64')}` } });
+    expect(res.status).toBe(200);
+    expect(imageInfo(Buffer.from(res.body.data[0]!.b64_json, 'base64'))).toMatchObject({ width: 4000, height: 2090 });
+  });
+
+  it('a single-image model asked for 3 returns and bills one', async () => {
+    const before = await balance();
+    const res = await call('/images/generations', { model: 'gpt-sim-one-image', prompt: 'three cats', n: 3 });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(1);
+    expect(res.body.usage).toEqual({ images: 1 });
+    expect(res.body.service.credit_charged).toBe(PRICE['gpt-sim-one-image']!);
+    expect(await balance()).toBe(before - PRICE['gpt-sim-one-image']!);
+  });
+
+  it('inlines a provider that answers with URLs: base64 only, never a URL', async () => {
+    const res = await call('/images/generations', { model: 'gpt-sim-url-image', prompt: 'a lighthouse', n: 2 });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(2);
+    for (const image of res.body.data) {
+      expect(Object.keys(image).sort()).toEqual(['b64_json', 'mime_type']);
+      expect(imageInfo(Buffer.from(image.b64_json, 'base64')).mime).toBe(image.mime_type);
+    }
+    expect(JSON.stringify(res.body)).not.toMatch(/https?:/);
+    expect(res.body.service.credit_charged).toBe(2 * PRICE['gpt-sim-url-image']!);
+  });
+
+  describe('validation: 400 with a clear message, nothing charged, no provider call', () => {
+    const png = { b64_json: '', mime_type: 'image/png' };
+    beforeAll(async () => {
+      png.b64_json = (await sourceImage('png', '1024x1024')).toString('base64');
+    });
+
+    it.each([
+      ['a missing prompt', '/images/generations', { model: 'gpt-sim-image' }, 'invalid_request', /prompt is required/],
+      ['a prompt of 4001 characters', '/images/generations', { model: 'gpt-sim-image', prompt: 'p'.repeat(4001) }, 'invalid_request', /at most 4000 characters/],
+      ['n = 0', '/images/generations', { model: 'gpt-sim-image', prompt: 'x', n: 0 }, 'invalid_request', /n must be an integer from 1 to 4/],
+      ['n = 5', '/images/generations', { model: 'gpt-sim-image', prompt: 'x', n: 5 }, 'invalid_request', /n must be an integer from 1 to 4/],
+      ['n = 1.5', '/images/generations', { model: 'gpt-sim-image', prompt: 'x', n: 1.5 }, 'invalid_request', /n must be an integer/],
+      ['a size not of the form WxH', '/images/generations', { model: 'gpt-sim-image', prompt: 'x', size: 'large' }, 'invalid_request', /size must have the form <width>x<height>/],
+      ['a size the model does not declare', '/images/generations', { model: 'gpt-sim-image', prompt: 'x', size: '512x512' }, 'invalid_request', /size 512x512 is not offered by gpt-sim-image; use one of 1024x1024/],
+      ['a text model on an image endpoint', '/images/generations', { model: 'gpt-sim-mini', prompt: 'x' }, 'capability_not_supported', /cannot be used with \/images\/generations/],
+      ['a text model on the edit endpoint', '/images/edits', { model: 'gpt-sim-mini', prompt: 'x', image: png }, 'capability_not_supported', /cannot be used with \/images\/edits/],
+      ['an unknown model', '/images/generations', { model: 'no-such-model', prompt: 'x' }, 'unknown_model', /does not exist/],
+      ['an edit without an image', '/images/edits', { model: 'gpt-sim-image', prompt: 'x' }, 'invalid_request', /image is required/],
+      ['b64_json without mime_type', '/images/edits', { model: 'gpt-sim-image', prompt: 'x', image: { b64_json: 'iVBORw0KGgo=' } }, 'invalid_request', /mime_type is required with b64_json/],
+      ['an unsupported image type', '/images/edits', { model: 'gpt-sim-image', prompt: 'x', image: { data_url: 'data:image/gif;base64,R0lGODlhAQABAAAAACw=' } }, 'invalid_request', /data_url must be of type image\/png, image\/jpeg or image\/webp/],
+      ['bytes that are no image', '/images/edits', { model: 'gpt-sim-image', prompt: 'x', image: { b64_json: Buffer.from('plain text, not pixels').toString('base64'), mime_type: 'image/png' } }, 'invalid_request', /not a PNG, JPEG or WebP image/],
+    ])('%s', async (_name, path, body, code, message) => {
+      const before = await balance();
+      const res = await refusedBeforeProvider(() => fail(path, body));
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe(code);
+      expect(res.body.error.message).toMatch(message);
+      expect(await balance()).toBe(before);
+    });
+
+    it('wrong magic bytes: a PNG declared as JPEG, in either form', async () => {
+      for (const image of [{ b64_json: png.b64_json, mime_type: 'image/jpeg' }, { data_url: `data:image/webp;base64,${png.b64_json}` }]) {
+        const res = await refusedBeforeProvider(() => fail('/images/edits', { model: 'gpt-sim-image', prompt: 'x', image }));
+        expect(res.status).toBe(400);
+        expect(res.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/is a image\/png image but is declared as image\/(jpeg|webp)/) });
+      }
+    });
+
+    it('an image over 8 MB decoded is refused; the body itself is within the limit', async () => {
+      const source = Buffer.from(png.b64_json, 'base64');
+      const big = Buffer.concat([source, Buffer.alloc(8 * 1024 * 1024 + 1 - source.length)]);
+      const res = await refusedBeforeProvider(() => fail('/images/edits', { model: 'gpt-sim-image', prompt: 'x', image: { b64_json: big.toString('base64'), mime_type: 'image/png' } }));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/larger than 8 MB \(8388608 bytes\) decoded/) });
+    });
+
+    it('a body larger than any valid request is refused from its length', async () => {
+      const before = await balance();
+      const body = JSON.stringify({ model: 'gpt-sim-image', prompt: 'x', image: { b64_json: 'A'.repeat(12 * 1024 * 1024), mime_type: 'image/png' } });
+      const res = await refusedBeforeProvider(() => fail('/images/edits', body));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/^The request body is larger than \d+ bytes, more than any valid request\.$/) });
+      const small = await refusedBeforeProvider(() => fail('/images/generations', JSON.stringify({ model: 'gpt-sim-image', prompt: 'x', padding: 'p'.repeat(200_000) })));
+      expect(small.status).toBe(400);
+      expect(small.body.error.message).toMatch(/larger than \d+ bytes/);
+      expect(await balance()).toBe(before);
+    });
+
+    it('a malformed Idempotency-Key is refused, not ignored', async () => {
+      const res = await refusedBeforeProvider(() => fail('/images/generations', { model: 'gpt-sim-image', prompt: 'x' }, { key: 'k'.repeat(256) }));
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(/Idempotency-Key/);
+    });
+  });
+
+  it.each([
+    ['500', 502, 'upstream_error'],
+    ['429', 429, 'upstream_rate_limited'],
+    ['timeout', 504, 'upstream_timeout'],
+  ])('an upstream %s answers %i %s and charges nothing', async (fault, status, code) => {
+    const before = await balance();
+    for (const [path, extra] of [
+      ['/images/generations', {}],
+      ['/images/edits', { image: { data_url: `data:image/png;base64,${(await sourceImage('png', '1024x1024')).toString('base64')}` } }],
+    ] as const) {
+      const res = await fail(path, { model: 'gpt-sim-image', prompt: `a picture [[sim:fault=${fault}]]`, n: 2, ...extra });
+      expect(res.status).toBe(status);
+      expect(res.body.error.code).toBe(code);
+    }
+    // The source image generated above was charged; the two failures were not.
+    expect(await balance()).toBe(before - PRICE['gpt-sim-image']!);
+  });
+
+  describe('Idempotency-Key', () => {
+    it('a replay answers 409 with job_id, calls no provider and charges nothing; the job endpoint serves the result', async () => {
+      const nonce = randomUUID();
+      const body = { model: 'gpt-sim-image', prompt: `a kite ${nonce}`, n: 2 };
+      const key = `k-${nonce}`;
+      const first = await call('/images/generations', body, { key });
+      expect(first.status).toBe(200);
+      const after = await balance();
+      expect(after).toBe(first.body.service.balance_after);
+
+      const replay = await fail('/images/generations', { n: 2, prompt: body.prompt, model: body.model }, { key });
+      expect(replay.status).toBe(409);
+      expect(replay.headers.get('x-should-retry')).toBe('false');
+      expect(replay.body.error).toMatchObject({ code: 'duplicate_request', job_id: expect.stringMatching(/^imgjob_[0-9a-f]{32}$/) });
+      expect(await providerCalls(nonce)).toBe(1);
+      expect(await balance()).toBe(after);
+
+      const stored = await call(`/images/jobs/${replay.body.error.job_id}`, undefined, { method: 'GET' });
+      expect(stored.status).toBe(200);
+      expect({ ...stored.body, created: 0 }).toEqual({ ...first.body, created: 0 });
+      expect(Math.abs(stored.body.created - first.body.created)).toBeLessThanOrEqual(2);
+      // Also through the other replica, while maintenance would not matter for a read.
+      expect((await call(`/images/jobs/${replay.body.error.job_id}`, undefined, { method: 'GET', base: secondGateway })).body.data).toEqual(first.body.data);
+    });
+
+    it('the job endpoint is the owner’s only: another account, an unknown or a malformed id are 404 not_found', async () => {
+      const key = `k-${randomUUID()}`;
+      const body = { model: 'gpt-sim-one-image', prompt: 'a boat' };
+      expect((await call('/images/generations', body, { key })).status).toBe(200);
+      const jobId = (await fail('/images/generations', body, { key })).body.error.job_id!;
+      const stranger = await fundedAccount(system, 1_000);
+      for (const [path, apiKey] of [
+        [`/images/jobs/${jobId}`, stranger.apiKey],
+        ['/images/jobs/imgjob_00000000000000000000000000000000', account.apiKey],
+        ['/images/jobs/imgjob_ZZ', account.apiKey],
+        ['/images/jobs/not-a-job', account.apiKey],
+      ] as const) {
+        const res = await fail(path, undefined, { method: 'GET', apiKey });
+        expect(res.status).toBe(404);
+        expect(res.body.error.code).toBe('not_found');
+      }
+      // The key is the account's own: the stranger's same key and body is a new request.
+      const theirs = await call('/images/generations', body, { key, apiKey: stranger.apiKey });
+      expect(theirs.status).toBe(200);
+    });
+
+    it('the same key with a different body is refused with invalid_request and charges nothing', async () => {
+      const key = `k-${randomUUID()}`;
+      expect((await call('/images/generations', { model: 'gpt-sim-one-image', prompt: 'a tree' }, { key })).status).toBe(200);
+      const before = await balance();
+      const other = await fail('/images/generations', { model: 'gpt-sim-one-image', prompt: 'a different tree' }, { key });
+      expect(other.status).toBe(400);
+      expect(other.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/already used with a different request/) });
+      const otherEndpoint = await fail('/images/edits', { model: 'gpt-sim-one-image', prompt: 'a tree', image: { data_url: `data:image/png;base64,${(await sourceImage('png', '1024x1024')).toString('base64')}` } }, { key });
+      expect(otherEndpoint.body.error.code).toBe('invalid_request');
+      expect(await balance()).toBe(before - PRICE['gpt-sim-image']!);
+    });
+
+    it('the same key after a no-charge failure is processed anew', async () => {
+      const nonce = randomUUID();
+      const key = `k-${nonce}`;
+      const body = { model: 'gpt-sim-one-image', prompt: `a bridge ${nonce}` };
+      const before = await balance();
+      const settings = `${system.simulatorUrl}/_sim/settings/openai/gpt-sim-one-image`;
+      await fetch(settings, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: '500' }) });
+      try {
+        const failed = await fail('/images/generations', body, { key });
+        expect(failed.status).toBe(502);
+        expect(await balance()).toBe(before);
+      } finally {
+        await fetch(settings, { method: 'DELETE' });
+      }
+      const retried = await call('/images/generations', body, { key });
+      expect(retried.status).toBe(200);
+      expect(await providerCalls(nonce)).toBe(2);
+      expect(await balance()).toBe(before - PRICE['gpt-sim-one-image']!);
+    });
+
+    it('two identical requests at the same moment on two gateway replicas: one runs, one is 409, one charge', async () => {
+      const nonce = randomUUID();
+      const key = `k-${nonce}`;
+      // The provider takes a moment, so the second request arrives while the first is in flight.
+      const body = { model: 'gpt-sim-image', prompt: `a lantern ${nonce} [[sim:latency=1500]]`, n: 3 };
+      const before = await balance();
+      const answers = await Promise.all([call<ImagesBody | ErrorBody>('/images/generations', body, { key }), call<ImagesBody | ErrorBody>('/images/generations', body, { key, base: secondGateway })]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+      const loser = answers.find((a) => a.status === 409)!.body as ErrorBody;
+      expect(loser.error.code).toBe('duplicate_request');
+      expect(await providerCalls(nonce)).toBe(1);
+      expect(await balance()).toBe(before - 3 * PRICE['gpt-sim-image']!);
+
+      // Once finished, every replica answers the replay with the job to fetch.
+      for (const base of [system.baseUrl, secondGateway]) {
+        const replay = await fail('/images/generations', body, { key, base });
+        expect(replay.status).toBe(409);
+        expect(replay.body.error.job_id).toMatch(/^imgjob_/);
+      }
+    });
+
+    it('eight concurrent requests with one key across both replicas run the provider once', async () => {
+      const nonce = randomUUID();
+      const key = `k-${nonce}`;
+      const body = { model: 'gpt-sim-one-image', prompt: `a comet ${nonce} [[sim:latency=500]]` };
+      const before = await balance();
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => call<ImagesBody | ErrorBody>('/images/generations', body, { key, base: i % 2 === 0 ? system.baseUrl : secondGateway })),
+      );
+      expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+      expect(answers.filter((a) => a.status === 409)).toHaveLength(7);
+      expect(await providerCalls(nonce)).toBe(1);
+      expect(await balance()).toBe(before - PRICE['gpt-sim-one-image']!);
+    });
+  });
+
+  it('leaves a ledger whose every balance equals the sum of its entries', async () => {
+    expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+  });
+});
