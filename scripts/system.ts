@@ -241,7 +241,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
 
     grpc('text', { PROVIDERS: providers });
     grpc('media', { PROVIDERS: providers });
-    grpc('video-jobs', { PROVIDERS: providers });
+    grpc('video-jobs', { PROVIDERS: providers, BILLING_ADDR: system.billingAddr });
     const [text, media, videoJobs] = await Promise.all([launch('text'), launch('media'), launch('video-jobs')]);
     system.textAddr = text.address;
     system.mediaAddr = media.address;

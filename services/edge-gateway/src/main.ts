@@ -19,7 +19,8 @@ const logger = createLogger('edge-gateway', config.LOG_LEVEL);
 const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
 const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
 const text = createClient(textV1.TextService, config.TEXT_ADDR);
-const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR);
+// Up to four images of up to 8 MB each come back in one answer.
+const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR, { maxReceiveBytes: 64 * 1024 * 1024 });
 const videoJobs = createClient(videoV1.VideoJobsService, config.VIDEO_JOBS_ADDR);
 const keys = new KeyCache(async (hash) => toKeyRecord(await billing.lookupApiKey({ keyHash: hash })), {
   ttlMs: config.KEY_CACHE_TTL_MS,

@@ -1,5 +1,40 @@
-import { runGrpcService } from '@gw/service-kit';
+import { mediaV1 } from '@gw/contracts';
+import { FallbackRouter, ProviderRegistry } from '@gw/providers';
+import { loadConfig, runGrpcService } from '@gw/service-kit';
+import { z } from 'zod';
+import { mediaEntities } from './db/entities.ts';
+import { mediaMigrations } from './db/migrations/index.ts';
+import { purgeImageJobs, startImageJobPurge } from './domain/image-job-purge.ts';
+import { mediaHandler } from './grpc/media.handler.ts';
 
-// The media service's rpcs arrive with their issue; until then it runs the common skeleton:
-// validated config, telemetry, logs, gRPC health and graceful shutdown.
-await runGrpcService({ name: 'media', defaultPort: 50054, register: () => [] });
+const env = loadConfig(
+  z.object({
+    /** Consecutive upstream failures after which a route cools down. */
+    ROUTE_FAILURE_THRESHOLD: z.coerce.number().int().positive().default(3),
+    ROUTE_COOL_DOWN_MS: z.coerce.number().int().positive().default(30_000),
+    /** Largest image downloaded when a provider answers with a URL. */
+    IMAGE_DOWNLOAD_MAX_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+    IMAGE_DOWNLOAD_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+    /** How long Idempotency-Keys and finished results are kept (DECISIONS.md: 24 hours). */
+    IMAGE_RESULT_TTL_MS: z.coerce.number().int().positive().default(24 * 60 * 60_000),
+    /** A job running this long has lost its gateway; its key is freed. Above the gateway's request deadline. */
+    IMAGE_JOB_STALE_MS: z.coerce.number().int().positive().default(30 * 60_000),
+    IMAGE_PURGE_INTERVAL_MS: z.coerce.number().int().positive().default(10 * 60_000),
+  }),
+);
+const providers = ProviderRegistry.fromEnv();
+const router = new FallbackRouter({ failureThreshold: env.ROUTE_FAILURE_THRESHOLD, coolDownMs: env.ROUTE_COOL_DOWN_MS });
+const now = () => new Date();
+const policy = { resultTtlMs: env.IMAGE_RESULT_TTL_MS, staleAfterMs: env.IMAGE_JOB_STALE_MS };
+
+await runGrpcService({
+  name: 'media',
+  defaultPort: 50054,
+  database: { schema: 'media', entities: mediaEntities, migrations: mediaMigrations },
+  register: ({ orm, logger, onStop }) => {
+    onStop(startImageJobPurge(() => purgeImageJobs(orm.em.fork(), policy, now()), env.IMAGE_PURGE_INTERVAL_MS, logger));
+    onStop(() => providers.close());
+    const download = { maxBytes: env.IMAGE_DOWNLOAD_MAX_BYTES, timeoutMs: env.IMAGE_DOWNLOAD_TIMEOUT_MS };
+    return [[mediaV1.MediaService, mediaHandler({ orm, providers, router, download, now, logger, policy })]];
+  },
+});

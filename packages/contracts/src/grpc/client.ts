@@ -10,6 +10,8 @@ import type { CallOptions, ServiceClient } from './types.ts';
 export interface ClientOptions {
   /** Deadline of every call unless the call sets its own. */
   defaultTimeoutMs?: number;
+  /** Largest message accepted from the server (grpc-js defaults to 4 MiB). */
+  maxReceiveBytes?: number;
 }
 
 function isServiceError(err: unknown): err is grpc.ServiceError {
@@ -29,6 +31,7 @@ export function createClient<S extends GenServiceMethods>(
   const channel = new grpc.Client(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_permit_without_calls': 1,
+    ...(opts.maxReceiveBytes === undefined ? {} : { 'grpc.max_receive_message_length': opts.maxReceiveBytes }),
   });
   const defaultTimeout = opts.defaultTimeoutMs ?? 5_000;
   const client: Record<string, unknown> = { close: () => channel.close() };

@@ -20,6 +20,7 @@ export interface DecodedImage {
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const DATA_URL = /^data:([^;,]*);base64,/i;
+const KINDS = 'image/png, image/jpeg or image/webp';
 
 function ascii(bytes: Uint8Array, start: number, end: number): string {
   return String.fromCharCode(...bytes.subarray(start, end));
@@ -49,12 +50,11 @@ function isImageMimeType(value: unknown): value is ImageMimeType {
 /** The declared type and the base64 text, from either form of spec 2.4. */
 function declared(input: Record<string, unknown>, field: string): { mimeType: ImageMimeType; base64: string } {
   const { b64_json: b64, data_url: dataUrl, mime_type: mimeType } = input;
-  const kinds = `one of ${IMAGE_MIME_TYPES.join(', ')}`;
   if (b64 !== undefined && dataUrl !== undefined) throw invalid(`${field}: give either b64_json (with mime_type) or data_url, not both.`);
-  if (mimeType !== undefined && !isImageMimeType(mimeType)) throw invalid(`${field}.mime_type must be ${kinds}.`);
+  if (mimeType !== undefined && !isImageMimeType(mimeType)) throw invalid(`${field}.mime_type must be ${KINDS}.`);
   if (b64 !== undefined) {
     if (typeof b64 !== 'string') throw invalid(`${field}.b64_json must be a base64 string.`);
-    if (mimeType === undefined) throw invalid(`${field}.mime_type is required with b64_json (${kinds}).`);
+    if (mimeType === undefined) throw invalid(`${field}.mime_type is required with b64_json (${KINDS}).`);
     return { mimeType, base64: b64 };
   }
   if (dataUrl === undefined) throw invalid(`${field} needs b64_json (with mime_type) or data_url.`);
@@ -62,7 +62,7 @@ function declared(input: Record<string, unknown>, field: string): { mimeType: Im
   const match = DATA_URL.exec(dataUrl);
   if (!match) throw invalid(`${field}.data_url must have the form data:<mime type>;base64,<data>.`);
   const urlType = match[1]!.toLowerCase();
-  if (!isImageMimeType(urlType)) throw invalid(`${field}.data_url must be of type ${kinds}.`);
+  if (!isImageMimeType(urlType)) throw invalid(`${field}.data_url must be of type ${KINDS}.`);
   if (mimeType !== undefined && mimeType !== urlType) throw invalid(`${field}.mime_type (${mimeType}) contradicts its data_url (${urlType}).`);
   return { mimeType: urlType, base64: dataUrl.slice(match[0].length) };
 }

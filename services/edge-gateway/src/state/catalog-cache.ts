@@ -39,6 +39,8 @@ export class CatalogCache {
   #snapshot: catalogV1.GetSnapshotResponse | null = null;
   #models = new Map<string, catalogV1.Model>();
   #syncs = new Map<string, catalogV1.ProviderSync>();
+  /** Served upstream models per provider, as sets: resolution runs on every request. */
+  #served = new Map<string, Set<string>>();
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -53,6 +55,7 @@ export class CatalogCache {
     this.#snapshot = snapshot;
     this.#models = new Map(snapshot.models.map((m) => [m.id, m]));
     this.#syncs = new Map(snapshot.providers.map((p) => [p.provider, p]));
+    this.#served = new Map(snapshot.providers.map((p) => [p.provider, new Set(p.servedModels)]));
   }
 
   #fresh(provider: string): catalogV1.ProviderSync | null {
@@ -69,7 +72,7 @@ export class CatalogCache {
       const sync = this.#fresh(r.provider);
       if (!sync) continue;
       anyFresh = true;
-      if (sync.servedModels.includes(r.upstreamModel)) {
+      if (this.#served.get(r.provider)?.has(r.upstreamModel)) {
         routes.push({ provider: r.provider, upstreamModel: r.upstreamModel, priority: r.priority, weight: r.weight || 1 });
       }
     }

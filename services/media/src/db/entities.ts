@@ -1,0 +1,49 @@
+import { defineEntity, p } from '@mikro-orm/postgresql';
+
+// Media's tables, all in the `media` schema. Status changes are conditional updates (see
+// domain/image-jobs.ts); the constraints and the Idempotency-Key index live in the migration.
+
+/**
+ * One image generation or edit. `running` from BeginImageJob until FinishImageJob (`succeeded`)
+ * or AbandonImageJob (`abandoned`, its Idempotency-Key free again). `expires_at` is when the row
+ * may be purged: 24 hours after it began, then 24 hours after it finished.
+ */
+const ImageJobSchema = defineEntity({
+  name: 'ImageJob',
+  tableName: 'image_job',
+  properties: {
+    id: p.text().primary(),
+    accountId: p.text(),
+    operation: p.text(),
+    idempotencyKey: p.text().nullable(),
+    /** SHA-256 of the request body, compared with a later use of the same key. */
+    bodyHash: p.blob().nullable(),
+    status: p.text(),
+    provider: p.text().nullable(),
+    creditCharged: p.bigint().nullable(),
+    balanceAfter: p.bigint().nullable(),
+    createdAt: p.datetime(),
+    /** Set when RunImageJob claims the job, so the provider is called at most once per job. */
+    runStartedAt: p.datetime().nullable(),
+    completedAt: p.datetime().nullable(),
+    expiresAt: p.datetime(),
+  },
+});
+export class ImageJob extends ImageJobSchema.class {}
+ImageJobSchema.setClass(ImageJob);
+
+/** One produced image of a job that has an Idempotency-Key (only those can be fetched again). */
+const ImageJobImageSchema = defineEntity({
+  name: 'ImageJobImage',
+  tableName: 'image_job_image',
+  properties: {
+    jobId: p.text().primary(),
+    position: p.integer().primary(),
+    mimeType: p.text(),
+    data: p.blob(),
+  },
+});
+export class ImageJobImage extends ImageJobImageSchema.class {}
+ImageJobImageSchema.setClass(ImageJobImage);
+
+export const mediaEntities = [ImageJob, ImageJobImage];

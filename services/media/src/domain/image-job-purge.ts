@@ -1,0 +1,53 @@
+import type { Logger } from '@gw/service-kit';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ImageJob } from '../db/entities.ts';
+import type { JobPolicy } from './image-jobs.ts';
+
+/** Rows deleted per statement, so one purge never holds a long lock or a huge transaction. */
+const BATCH = 500;
+
+/**
+ * Abandons jobs that went stale (their gateway died mid-request), then deletes every job past its
+ * `expires_at` with its images, in batches. Returns what it did.
+ */
+export async function purgeImageJobs(em: EntityManager, policy: JobPolicy, now: Date): Promise<{ staled: number; deleted: number }> {
+  const staled = await em.nativeUpdate(
+    ImageJob,
+    { status: 'running', createdAt: { $lt: new Date(now.getTime() - policy.staleAfterMs) } },
+    { status: 'abandoned', expiresAt: now },
+  );
+  let deleted = 0;
+  for (;;) {
+    const res = await em.execute<{ affectedRows: number }>(
+      `delete from image_job where id in (select id from image_job where expires_at <= ? limit ${BATCH})`,
+      [now],
+      'run',
+    );
+    deleted += res.affectedRows;
+    if (res.affectedRows < BATCH) break;
+  }
+  return { staled, deleted };
+}
+
+/** Runs the purge every `intervalMs`; returns the stop function (which waits for a running purge). */
+export function startImageJobPurge(
+  run: () => Promise<{ staled: number; deleted: number }>,
+  intervalMs: number,
+  logger: Logger,
+): () => Promise<void> {
+  let current: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    current = run().then(
+      ({ staled, deleted }) => {
+        if (staled > 0) logger.warn({ staled }, 'abandoned image jobs that outlived any request');
+        if (deleted > 0) logger.info({ deleted }, 'purged expired image jobs');
+      },
+      (err: unknown) => logger.warn({ err }, 'image job purge failed'),
+    );
+  }, intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await current;
+  };
+}

@@ -1,0 +1,247 @@
+import { randomBytes } from 'node:crypto';
+import { GatewayError } from '@gw/errors';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ImageJob, ImageJobImage } from '../db/entities.ts';
+import { isUniqueViolation } from '../db/pg-errors.ts';
+import type { ImageMimeType } from './image-bytes.ts';
+
+export type ImageOperationName = 'generate' | 'edit';
+
+/** How long jobs and keys live. */
+export interface JobPolicy {
+  /** How long an Idempotency-Key and a finished result are kept (DECISIONS.md: 24 hours). */
+  resultTtlMs: number;
+  /**
+   * A job still `running` after this long belongs to no live request (its gateway died between
+   * BeginImageJob and Finish/Abandon): it is abandoned, which frees its key. Well above the
+   * gateway's deadline for a whole request.
+   */
+  staleAfterMs: number;
+}
+
+/** An image produced by a job, as kept and as returned. */
+export interface StoredImage {
+  data: Uint8Array;
+  mimeType: ImageMimeType;
+}
+
+export const IMAGE_JOB_ID = /^imgjob_[0-9a-f]{32}$/;
+
+export function newJobId(): string {
+  return `imgjob_${randomBytes(16).toString('hex')}`;
+}
+
+const SHA256_BYTES = 32;
+/** A claim that keeps losing to rows that are abandoned at the same moment gives up after this many tries. */
+const CLAIM_ATTEMPTS = 3;
+
+function later(now: Date, ms: number): Date {
+  return new Date(now.getTime() + ms);
+}
+
+function need(value: string, name: string): void {
+  if (value === '') throw new GatewayError('invalid_request', `${name} is required.`);
+}
+
+export interface BeginInput {
+  accountId: string;
+  /** Empty when the client sent none. */
+  idempotencyKey: string;
+  bodyHash: Uint8Array;
+  operation: ImageOperationName;
+}
+
+/**
+ * Creates a running job. With an Idempotency-Key the insert itself is the claim: the partial
+ * unique index admits one live job per (account, key), so of two concurrent requests on any
+ * replicas exactly one gets a job and the other a `duplicate_request`. A key whose job expired
+ * or went stale is freed first; one whose job was abandoned (no charge) is simply claimed anew.
+ */
+export async function beginImageJob(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<string> {
+  need(input.accountId, 'account_id');
+  if (input.idempotencyKey === '') return insertJob(em, input, policy, now);
+  if (input.bodyHash.length !== SHA256_BYTES) throw new GatewayError('invalid_request', 'body_hash must be a SHA-256 digest.');
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    await freeKey(em, input, policy, now);
+    try {
+      return await insertJob(em, input, policy, now);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+    const live = await em.findOne(
+      ImageJob,
+      { accountId: input.accountId, idempotencyKey: input.idempotencyKey, status: { $ne: 'abandoned' } },
+      { disableIdentityMap: true },
+    );
+    // Abandoned between our insert and this read: the key is free again, claim it once more.
+    if (live) throw duplicateOf(live, input);
+  }
+  throw new GatewayError('duplicate_request', 'A request with this Idempotency-Key is in progress. The provider is not called again.');
+}
+
+async function insertJob(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<string> {
+  const id = newJobId();
+  const keyed = input.idempotencyKey !== '';
+  await em.insert(ImageJob, {
+    id,
+    accountId: input.accountId,
+    operation: input.operation,
+    idempotencyKey: keyed ? input.idempotencyKey : null,
+    bodyHash: keyed ? Buffer.from(input.bodyHash) : null,
+    status: 'running',
+    createdAt: now,
+    expiresAt: later(now, policy.resultTtlMs),
+  });
+  return id;
+}
+
+/**
+ * Frees the key from a job that outlived it: expired rows go, stale running ones are abandoned.
+ * Every condition names `status <> 'abandoned'` so the partial unique index serves the lookup.
+ */
+async function freeKey(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<void> {
+  await em.execute(
+    `update image_job set status = 'abandoned', expires_at = ?
+     where account_id = ? and idempotency_key = ? and status <> 'abandoned' and status = 'running' and created_at < ?`,
+    [now, input.accountId, input.idempotencyKey, new Date(now.getTime() - policy.staleAfterMs)],
+    'run',
+  );
+  await em.execute(
+    `delete from image_job where account_id = ? and idempotency_key = ? and status <> 'abandoned' and expires_at <= ?`,
+    [input.accountId, input.idempotencyKey, now],
+    'run',
+  );
+}
+
+/** The answer to a second use of a live key. */
+function duplicateOf(live: ImageJob, input: BeginInput): GatewayError {
+  const sameBody = !!live.bodyHash && live.operation === input.operation && Buffer.from(live.bodyHash).equals(Buffer.from(input.bodyHash));
+  if (!sameBody) {
+    return new GatewayError(
+      'invalid_request',
+      'This Idempotency-Key was already used with a different request (body or endpoint) in the last 24 hours. Use a new key for a new request.',
+    );
+  }
+  if (live.status === 'succeeded') {
+    return new GatewayError(
+      'duplicate_request',
+      'A request with this Idempotency-Key already succeeded and was charged once. Fetch its result with job_id.',
+      { job_id: live.id },
+    );
+  }
+  return new GatewayError('duplicate_request', 'A request with this Idempotency-Key is in progress. The provider is not called again.');
+}
+
+/**
+ * Marks a running job as started so the provider is called at most once per job; says whether
+ * its result is to be kept (only a job with an Idempotency-Key can be fetched again).
+ */
+export async function claimRun(
+  em: EntityManager,
+  job: { jobId: string; accountId: string; operation: ImageOperationName },
+  now: Date,
+): Promise<{ keepResult: boolean }> {
+  const rows = await em.execute<Array<{ keep_result: boolean }>>(
+    `update image_job set run_started_at = ?
+     where id = ? and account_id = ? and operation = ? and status = 'running' and run_started_at is null
+     returning idempotency_key is not null as keep_result`,
+    [now, job.jobId, job.accountId, job.operation],
+  );
+  const row = rows[0];
+  if (!row) throw new GatewayError('not_found', 'No image job of this account is waiting to run with this id.');
+  return { keepResult: row.keep_result };
+}
+
+/**
+ * Records what the provider produced. False when the job is no longer running (the gateway gave
+ * up and abandoned it meanwhile): then nothing is kept.
+ */
+export async function recordOutput(
+  em: EntityManager,
+  job: { jobId: string; provider: string; keepResult: boolean },
+  images: readonly StoredImage[],
+): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    const updated = await tx.nativeUpdate(ImageJob, { id: job.jobId, status: 'running' }, { provider: job.provider });
+    if (updated === 0) return false;
+    if (job.keepResult && images.length > 0) {
+      await tx.insertMany(
+        ImageJobImage,
+        images.map((image, position) => ({ jobId: job.jobId, position, mimeType: image.mimeType, data: Buffer.from(image.data) })),
+      );
+    }
+    return true;
+  });
+}
+
+/** Records the settled charge; the result (and the key) are kept for `resultTtlMs` from now. */
+export async function finishImageJob(
+  em: EntityManager,
+  input: { jobId: string; accountId: string; creditCharged: bigint; balanceAfter: bigint },
+  policy: JobPolicy,
+  now: Date,
+): Promise<void> {
+  if (input.creditCharged < 0n) throw new GatewayError('invalid_request', 'credit_charged cannot be negative.');
+  const updated = await em.nativeUpdate(
+    ImageJob,
+    { id: input.jobId, accountId: input.accountId, status: 'running' },
+    {
+      status: 'succeeded',
+      creditCharged: input.creditCharged,
+      balanceAfter: input.balanceAfter,
+      completedAt: now,
+      expiresAt: later(now, policy.resultTtlMs),
+    },
+  );
+  if (updated > 0) return;
+  const job = await em.findOne(ImageJob, { id: input.jobId, accountId: input.accountId }, { disableIdentityMap: true });
+  // A replay of a finish that already happened changes nothing.
+  if (job?.status === 'succeeded' && BigInt(job.creditCharged ?? -1n) === input.creditCharged) return;
+  throw new GatewayError('not_found', 'No running image job of this account with this id.');
+}
+
+/**
+ * Ends a running job without a charge and frees its key. A finished job is never abandoned; an
+ * unknown or already abandoned one is left as it is, so the call is safe to repeat.
+ */
+export async function abandonImageJob(em: EntityManager, input: { jobId: string; accountId: string }, now: Date): Promise<void> {
+  await em.transactional(async (tx) => {
+    const updated = await tx.nativeUpdate(
+      ImageJob,
+      { id: input.jobId, accountId: input.accountId, status: 'running' },
+      { status: 'abandoned', expiresAt: now },
+    );
+    if (updated > 0) await tx.nativeDelete(ImageJobImage, { jobId: input.jobId });
+  });
+}
+
+export interface FinishedJob {
+  jobId: string;
+  images: StoredImage[];
+  creditCharged: bigint;
+  balanceAfter: bigint;
+  completedAt: Date;
+}
+
+/**
+ * A finished job's kept result. Unknown, another account's, unfinished, expired, or a job that
+ * kept no result (no Idempotency-Key): one and the same `not_found`.
+ */
+export async function getImageJob(em: EntityManager, input: { jobId: string; accountId: string }, now: Date): Promise<FinishedJob> {
+  const job = IMAGE_JOB_ID.test(input.jobId)
+    ? await em.findOne(
+        ImageJob,
+        { id: input.jobId, accountId: input.accountId, status: 'succeeded', idempotencyKey: { $ne: null }, expiresAt: { $gt: now } },
+        { disableIdentityMap: true },
+      )
+    : null;
+  if (!job?.completedAt) throw new GatewayError('not_found', 'No image job with this id.');
+  const images = await em.find(ImageJobImage, { jobId: job.id }, { orderBy: { position: 'asc' }, disableIdentityMap: true });
+  return {
+    jobId: job.id,
+    images: images.map((image) => ({ data: image.data, mimeType: image.mimeType as ImageMimeType })),
+    creditCharged: BigInt(job.creditCharged ?? 0n),
+    balanceAfter: BigInt(job.balanceAfter ?? 0n),
+    completedAt: job.completedAt,
+  };
+}
