@@ -22,7 +22,9 @@ const system = await startSystem({
   databaseUrl: postgres.url,
   natsUrl: nats.url,
   gatewayPort,
-  internalPorts: 'fixed',
+  // Internal gRPC ports are picked free: fixed ones in the ephemeral range (50051+) can be taken by any
+  // outgoing connection. `pnpm admin` finds them in .data/local-run.json.
+  internalPorts: 'random',
   logs: 'inherit',
 }).catch(async (err: unknown) => {
   await nats.stop?.();
