@@ -220,6 +220,33 @@ describe('per-key limits, windows and reconciliation', () => {
     await expect(money.authorize(authorizeReq(accountId, keyId, { unit: MILLION_TOKENS, pricePerUnit: 1n, worstUnits: 1n, text: true }))).resolves.toBeTruthy();
   });
 
+  it('a first limit counts the use the key already had in the window, open holds included', async () => {
+    clock = lateLastDayOfMonth;
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const done = authorizeReq(accountId, keyId, { worstUnits: 4n });
+    await money.authorize(done);
+    await settleImage(accountId, done.requestId, 3n); // spent 3, 1 request
+    const released = authorizeReq(accountId, keyId, { worstUnits: 2n });
+    await money.authorize(released);
+    await money.release(create(billingV1.ReleaseRequestSchema, { requestId: released.requestId, accountId })); // counts nothing
+    const open = authorizeReq(accountId, keyId, { worstUnits: 5n });
+    await money.authorize(open); // spent 5 held, 1 request
+    await setKeyLimit(orm.em.fork(), keyId, 'spending', 'daily', 10n, clock);
+    await setKeyLimit(orm.em.fork(), keyId, 'requests', 'lifetime', 3n, clock);
+    // 3 + 5 = 8 spent: a hold of 3 more would pass 10.
+    expect((await refusal(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 3n })))).details).toEqual({ limit_type: 'spending', period: 'daily' });
+    await expect(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 2n }))).resolves.toMatchObject({ held: 2n }); // 3rd request
+    expect((await refusal(money.authorize(authorizeReq(accountId, keyId)))).details).toEqual({ limit_type: 'requests', period: 'lifetime' });
+    // The open hold from before the limit settles against the rebuilt window: 3 + 1 + 2 = 6 spent.
+    await settleImage(accountId, open.requestId, 1n);
+    await expect(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 4n }))).rejects.toMatchObject({ details: { limit_type: 'requests' } });
+    const windows = await orm.em.fork().execute<{ spent: string }[]>(
+      `select spent::text from key_usage_window where key_id = ? and period = 'daily'`,
+      [keyId],
+    );
+    expect(windows).toEqual([{ spent: '6' }]);
+  });
+
   it('releases holds that outlived any request, and only those', async () => {
     const { accountId, keyId } = await account(orm, 100n);
     clock = new Date('2026-03-31T10:00:00Z');

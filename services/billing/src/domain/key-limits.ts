@@ -27,15 +27,12 @@ async function keyExists(em: EntityManager, keyId: string): Promise<void> {
   if (rows.length === 0) throw new GatewayError('not_found', 'No such API key.');
 }
 
-export async function setKeyLimit(em: EntityManager, keyId: string, limitType: string, period: string, value: bigint) {
+export async function setKeyLimit(em: EntityManager, keyId: string, limitType: string, period: string, value: bigint, now: Date = new Date()) {
   check(limitType, period);
   if (value < 0n) throw new GatewayError('invalid_request', 'A limit cannot be negative.');
   await keyExists(em, keyId);
-  await em.execute(
-    `insert into key_limit (key_id, limit_type, period, value) values (?, ?, ?, ?)
-     on conflict (key_id, limit_type, period) do update set value = excluded.value`,
-    [keyId, limitType, period, value],
-  );
+  // Under the wallet lock; a key's first limit rebuilds its usage windows from its holds.
+  await em.execute('select set_key_limit(?, ?, ?, ?, ?)', [keyId, limitType, period, value, now]);
   return listKeyLimits(em, keyId);
 }
 

@@ -59,7 +59,7 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
     refund: async (req) => deps.money.refund(req),
     getSwitches: async () => getSwitches(em()),
     setSwitch: async (req) => ({ switches: await setSwitch(em(), req.name, req.on) }),
-    setKeyLimit: async (req) => ({ limits: limits(await setKeyLimit(em(), req.keyId, req.limitType, req.period, req.value)) }),
+    setKeyLimit: async (req) => ({ limits: limits(await setKeyLimit(em(), req.keyId, req.limitType, req.period, req.value, deps.now())) }),
     clearKeyLimit: async (req) => ({ limits: limits(await clearKeyLimit(em(), req.keyId, req.limitType, req.period)) }),
     setAccountRateLimit: async (req) =>
       setAccountRateLimit(em(), req.accountId, req.perSecond, req.perMinute, deps.rateDefaults),
