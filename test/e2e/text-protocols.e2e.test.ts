@@ -140,6 +140,47 @@ describe('text protocols through the whole system, with the official SDKs', () =
     await expect(anthropic.messages.countTokens({ model: 'compat-sim-chat', messages })).rejects.toMatchObject({ status: 400 });
   });
 
+  it('cache_control passes through, and cache tokens are billed at the standard rate', async () => {
+    const anthropic = anthropicClient(system, account.apiKey);
+    const longSystem = 'You are a meticulous assistant. '.repeat(80);
+    const msg = await anthropic.messages.create({
+      model: 'claude-sim-sonnet',
+      max_tokens: 32,
+      system: [{ type: 'text', text: longSystem, cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    const u = msg.usage;
+    expect((u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0)).toBeGreaterThan(0);
+    const billable = u.input_tokens + u.output_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
+    expect((msg as unknown as { service: { credit_charged: number } }).service.credit_charged).toBe(charge('claude-sim-sonnet', billable));
+    // Forwarded unchanged to the provider that understands it.
+    const seen = (await (await fetch(`${system.simulatorUrl}/_sim/requests?provider=anthropic&limit=1`)).json()) as { requests: Array<{ body: { system: unknown } }> };
+    expect(seen.requests.at(-1)!.body.system).toEqual([{ type: 'text', text: longSystem, cache_control: { type: 'ephemeral' } }]);
+  });
+
+  it('images in content, on chat completions and on messages, to providers of other dialects too', async () => {
+    // A 1x1 PNG.
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const openai = openaiClient(system, account.apiKey);
+    for (const model of ['gpt-sim-mini', 'claude-sim-sonnet', 'gemini-sim-flash']) {
+      const res = await openai.chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] }],
+      });
+      expect(res.choices[0]!.message.content).toMatch(/\S/);
+    }
+    const anthropic = anthropicClient(system, account.apiKey);
+    const msg = await anthropic.messages.create({
+      model: 'gpt-sim-mini',
+      max_tokens: 32,
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }, { type: 'text', text: 'Describe it.' }] }],
+    });
+    expect(msg.content[0]?.type).toBe('text');
+    // The OpenAI provider received the image in its own dialect.
+    const seen = (await (await fetch(`${system.simulatorUrl}/_sim/requests?provider=openai&limit=1`)).json()) as { requests: Array<{ body: unknown }> };
+    expect(JSON.stringify(seen.requests.at(-1)!.body)).toContain(`data:image/png;base64,${png}`);
+  });
+
   it('tools round trip on chat completions and on messages', async () => {
     const openai = openaiClient(system, account.apiKey);
     const first = await openai.chat.completions.create({

@@ -36,7 +36,8 @@ export async function startTestSystem(extra: Partial<SystemOptions> = {}): Promi
   return startSystem({
     databaseUrl: await systemDatabase(),
     natsUrl: inject('natsUrl'),
-    eventsNamespace: inject('eventsNamespace'),
+    // A namespace of its own too: a durable consumer of one system must not take another's events.
+    eventsNamespace: `${inject('eventsNamespace')}_s${randomBytes(3).toString('hex')}`,
     gatewayPort: 0,
     internalPorts: 'random',
     logs: mkdtempSync(join(tmpdir(), 'gw-logs-')),

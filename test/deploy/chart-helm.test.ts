@@ -1,0 +1,307 @@
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { EVERYTHING_ENABLED, nested } from './chart-fixtures.ts';
+import { CHART, SERVICES, facts, read } from './support.ts';
+
+// `helm lint` and `helm template` of the chart, with default values and with every optional part
+// on, and checks of what it renders. Runs where `helm` is on PATH; skipped (with a message) where
+// it is not, such as this project's CI machines, where chart-static.test.ts still checks the
+// templates.
+
+const hasHelm = spawnSync('helm', ['version', '--short'], { encoding: 'utf8' }).status === 0;
+if (!hasHelm) {
+  process.stdout.write('[test/deploy] helm is not on PATH: helm lint/template checks are skipped (chart-static.test.ts checks the templates without it)\n');
+}
+
+const RELEASE = 'gw';
+const NAMESPACE = 'gateway';
+const KUBE_VERSION = '1.31.0';
+const PREFIX = `${RELEASE}-generation-gateway`;
+const APP_VERSION = (parse(read(CHART, 'Chart.yaml')) as { appVersion: string }).appVersion;
+
+// Loose shapes of the rendered objects: only the fields the checks read.
+interface Probe {
+  grpc?: { port: number };
+  httpGet?: { path: string; port: string };
+}
+interface Container {
+  name: string;
+  image: string;
+  command?: string[];
+  ports?: Array<{ name: string; containerPort: number }>;
+  envFrom?: Array<{ configMapRef: { name: string } }>;
+  env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }>;
+  startupProbe?: Probe;
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  lifecycle?: { preStop: { sleep?: { seconds: number } } };
+  resources: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext: { readOnlyRootFilesystem: boolean; allowPrivilegeEscalation: boolean; capabilities: { drop: string[] } };
+  volumeMounts: Array<{ name: string; mountPath: string }>;
+}
+interface PodSpec {
+  terminationGracePeriodSeconds?: number;
+  securityContext: { runAsNonRoot: boolean; seccompProfile: { type: string } };
+  automountServiceAccountToken: boolean;
+  containers: Container[];
+  volumes: Array<{ name: string; emptyDir?: object }>;
+}
+interface K8sObject {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  data?: Record<string, string>;
+  spec: {
+    replicas?: number;
+    selector?: { matchLabels: Record<string, string> } & Record<string, string>;
+    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+    scaleTargetRef: { name: string };
+    minReplicas: number;
+    maxReplicas: number;
+    ports: Array<{ name: string; port: number; targetPort: string }>;
+    podSelector: { matchLabels: Record<string, string> };
+    policyTypes: string[];
+    ingress?: Array<{ from?: Array<{ podSelector?: { matchLabels: Record<string, string> } }> }>;
+    egress?: Array<{ to?: Array<{ podSelector?: { matchLabels: Record<string, string> } }>; ports: Array<{ port: number }> }>;
+    rules: Array<{ host: string; http: { paths: Array<{ path: string; backend: { service: { name: string; port: { name: string } } } }> } }>;
+    tls?: unknown[];
+    endpoints: Array<{ port: string }>;
+  };
+}
+
+let work = '';
+let chart = '';
+
+function helm(args: string[]): { status: number; stdout: string; stderr: string } {
+  const r = spawnSync('helm', args, { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HELM_CACHE_HOME: join(work, 'cache'), HELM_CONFIG_HOME: join(work, 'config'), HELM_DATA_HOME: join(work, 'data') } });
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+function render(values: Record<string, unknown> = {}): K8sObject[] {
+  const file = join(work, `values-${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(file, stringify(values));
+  const r = helm(['template', RELEASE, chart, '-n', NAMESPACE, '--kube-version', KUBE_VERSION, '-f', file]);
+  expect(r.status, `${r.stderr}`).toBe(0);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}
+
+const ofKind = (objs: K8sObject[], kind: string) => objs.filter((o) => o.kind === kind);
+const named = (objs: K8sObject[], kind: string, name: string) => {
+  const found = objs.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name} rendered`);
+  return found;
+};
+const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+const componentsOf = (peers: Array<{ podSelector?: { matchLabels: Record<string, string> } }> = []) =>
+  peers.map((p) => p.podSelector?.matchLabels['app.kubernetes.io/component']).filter(Boolean).sort();
+
+beforeAll(() => {
+  if (!hasHelm) return;
+  work = mkdtempSync(join(tmpdir(), 'gw-helm-'));
+  chart = join(work, 'generation-gateway');
+  cpSync(CHART, chart, { recursive: true });
+  // Helm refuses a chart whose declared dependencies are missing from charts/, even disabled
+  // ones. The real ones need the network (`helm dependency update`); these tests never enable
+  // them, so empty stand-ins with the same names let lint and template run offline.
+  for (const [name, version] of [['postgresql', '16.0.0'], ['nats', '1.0.0']]) {
+    mkdirSync(join(chart, 'charts', name!), { recursive: true });
+    writeFileSync(join(chart, 'charts', name!, 'Chart.yaml'), `apiVersion: v2\nname: ${name}\nversion: ${version}\n`);
+  }
+});
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe('helm lint and helm template', () => {
+  it.skipIf(!hasHelm)('lints clean (--strict) with default values and with everything enabled', () => {
+    const plain = helm(['lint', chart, '--strict', '--kube-version', KUBE_VERSION]);
+    expect(plain.status, `${plain.stdout}${plain.stderr}`).toBe(0);
+    const file = join(work, 'everything.yaml');
+    writeFileSync(file, stringify(nested(EVERYTHING_ENABLED)));
+    const all = helm(['lint', chart, '--strict', '--kube-version', KUBE_VERSION, '-f', file]);
+    expect(all.status, `${all.stdout}${all.stderr}`).toBe(0);
+  });
+
+  it.skipIf(!hasHelm)('renders the default install: the six core services, hardened, probed, drained, autoscaled', () => {
+    const objs = render();
+    const core = SERVICES.filter((s) => !s.optional);
+    const deployments = ofKind(objs, 'Deployment');
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(core.map((s) => `${PREFIX}-${s.name}`).sort());
+    expect(ofKind(objs, 'Secret')).toEqual([]);
+    expect(ofKind(objs, 'Ingress')).toEqual([]);
+    expect(ofKind(objs, 'ServiceMonitor')).toEqual([]);
+
+    for (const s of core) {
+      const name = `${PREFIX}-${s.name}`;
+      const d = named(objs, 'Deployment', name);
+      const pod = d.spec.template.spec;
+      const labels = d.spec.template.metadata.labels;
+      const [c] = pod.containers;
+      expect(pod.containers).toHaveLength(1);
+      expect(c!.image).toBe(`registry.example.com/generation-gateway/${s.name}:${APP_VERSION}`);
+
+      // Probes.
+      for (const probe of [c!.startupProbe, c!.readinessProbe, c!.livenessProbe]) expect(probe, `${s.name} probe`).toBeDefined();
+      expect(c!.ports?.[0]).toMatchObject({ name: s.protocol, containerPort: s.port });
+      const grpcProbe = { port: s.port };
+      const expected = s.protocol === 'grpc' ? [grpcProbe, grpcProbe, grpcProbe] : [{ path: '/healthz', port: 'http' }, { path: '/readyz', port: 'http' }, { path: '/healthz', port: 'http' }];
+      expect([c!.startupProbe, c!.readinessProbe, c!.livenessProbe].map((p) => p?.grpc ?? p?.httpGet)).toEqual(expected);
+
+      // Hardening.
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(pod.automountServiceAccountToken).toBe(false);
+      expect(c!.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+      expect(pod.volumes.find((v) => v.name === 'tmp')?.emptyDir).toBeDefined();
+      expect(c!.volumeMounts).toContainEqual({ name: 'tmp', mountPath: '/tmp' });
+      expect(c!.resources.requests).toHaveProperty('cpu');
+      expect(c!.resources.limits).toHaveProperty('memory');
+
+      // Configuration: its own ConfigMap, secrets by reference only.
+      const configName = c!.envFrom?.[0]?.configMapRef.name;
+      const config = named(objs, 'ConfigMap', configName!).data!;
+      for (const e of c!.env ?? []) {
+        expect(e.value, `${s.name} ${e.name} must come from a Secret`).toBeUndefined();
+        expect(['gateway-database', 'gateway-providers']).toContain(e.valueFrom!.secretKeyRef.name);
+      }
+      expect((c!.env ?? []).some((e) => e.name === 'DATABASE_URL')).toBe(s.database);
+      expect(config.MIGRATE_ON_START).toBe(s.database ? 'false' : undefined);
+      expect([config.GRPC_HOST, config.GRPC_PORT]).toEqual(s.protocol === 'grpc' ? ['0.0.0.0', String(s.port)] : [undefined, undefined]);
+
+      // Drain: preStop sleep, then the service's own shutdown, inside the grace period.
+      const sleep = c!.lifecycle?.preStop.sleep?.seconds ?? 0;
+      expect(sleep).toBeGreaterThan(0);
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(sleep + Number(config.SHUTDOWN_TIMEOUT_MS) / 1000);
+
+      // Autoscaler, disruption budget and Service all select these pods.
+      const hpa = named(objs, 'HorizontalPodAutoscaler', name);
+      expect(hpa.spec.scaleTargetRef.name).toBe(name);
+      expect(hpa.spec.minReplicas).toBeLessThanOrEqual(hpa.spec.maxReplicas);
+      expect(d.spec.replicas, 'no replicas next to an autoscaler').toBeUndefined();
+      expect(selects(named(objs, 'PodDisruptionBudget', name).spec.selector!.matchLabels, labels)).toBe(true);
+      const service = named(objs, 'Service', name);
+      expect(selects(service.spec.selector as Record<string, string>, labels)).toBe(true);
+      for (const p of service.spec.ports) expect(c!.ports?.map((x) => x.name)).toContain(p.targetPort);
+    }
+
+    // The gateway reaches every gRPC service through its Service, at the Service's port.
+    const gatewayConfig = named(objs, 'ConfigMap', `${PREFIX}-edge-gateway`).data!;
+    for (const callee of facts('edge-gateway').calls) {
+      const variable = `${callee.toUpperCase().replaceAll('-', '_')}_ADDR`;
+      const service = named(objs, 'Service', `${PREFIX}-${callee}`);
+      expect(gatewayConfig[variable]).toBe(`${PREFIX}-${callee}.${NAMESPACE}.svc:${service.spec.ports[0]!.port}`);
+    }
+  });
+
+  it.skipIf(!hasHelm)('renders one migration hook Job per schema, from the service image, before install and upgrade', () => {
+    const objs = render();
+    const jobs = ofKind(objs, 'Job');
+    const owners = SERVICES.filter((s) => s.database && !s.optional);
+    expect(jobs.map((j) => j.metadata.name).sort()).toEqual(owners.map((s) => `${PREFIX}-${s.name}-migrate`).sort());
+    for (const s of owners) {
+      const job = named(objs, 'Job', `${PREFIX}-${s.name}-migrate`);
+      expect(job.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-5', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' });
+      const [c] = job.spec.template.spec.containers;
+      expect(c!.command).toEqual(['node', 'src/migrate.ts']);
+      expect(c!.image).toBe(named(objs, 'Deployment', `${PREFIX}-${s.name}`).spec.template.spec.containers[0]!.image);
+      expect(c!.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef.name).toBe('gateway-database');
+      expect(c!.envFrom).toBeUndefined();
+    }
+  });
+
+  it.skipIf(!hasHelm)('renders network policies: default deny, each gRPC service open to its callers only', () => {
+    const objs = render();
+    const deny = named(objs, 'NetworkPolicy', `${PREFIX}-default-deny`);
+    expect(deny.spec.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'generation-gateway', 'app.kubernetes.io/instance': RELEASE });
+    expect(deny.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(deny.spec.ingress).toBeUndefined();
+    expect(deny.spec.egress).toBeUndefined();
+    const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
+    expect(from('billing')).toEqual(['edge-gateway', 'video-jobs']);
+    expect(from('catalog')).toEqual(['edge-gateway']);
+    for (const name of ['text', 'media', 'video-jobs']) expect(from(name)).toEqual(['edge-gateway']);
+    const to = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.egress?.flatMap((r) => r.to ?? []));
+    expect(to('edge-gateway')).toEqual(['billing', 'catalog', 'media', 'text', 'video-jobs']);
+    expect(to('video-jobs')).toEqual(['billing']);
+    for (const p of ofKind(objs, 'NetworkPolicy').filter((x) => x.spec.egress)) {
+      expect(p.spec.egress!.some((r) => r.ports.some((port) => port.port === 53)), `${p.metadata.name} reaches DNS`).toBe(true);
+    }
+  });
+
+  it.skipIf(!hasHelm)('renders everything enabled: console, simulator as providers, Ingress, ServiceMonitors', () => {
+    const objs = render(nested(EVERYTHING_ENABLED));
+    expect(ofKind(objs, 'Deployment')).toHaveLength(SERVICES.length);
+    expect(ofKind(objs, 'Job')).toHaveLength(SERVICES.filter((s) => s.database).length);
+    const monitors = ofKind(objs, 'ServiceMonitor');
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(SERVICES.filter((s) => s.name !== 'provider-simulator').map((s) => `${PREFIX}-${s.name}`).sort());
+    for (const m of monitors) {
+      expect(m.metadata.labels?.release).toBe('prometheus');
+      expect(m.spec.endpoints[0]!.port).toBe('metrics');
+    }
+
+    const ingress = ofKind(objs, 'Ingress');
+    expect(ingress).toHaveLength(1);
+    const paths = ingress[0]!.spec.rules[0]!.http.paths.map((p) => [p.path, p.backend.service.name, p.backend.service.port.name]);
+    expect(paths).toEqual([
+      ['/api/v1', `${PREFIX}-edge-gateway`, 'http'],
+      ['/', `${PREFIX}-console`, 'http'],
+    ]);
+    expect(ingress[0]!.spec.tls).toHaveLength(1);
+    expect(named(objs, 'ConfigMap', `${PREFIX}-edge-gateway`).data!.PUBLIC_BASE_PATH).toBe('/api/v1');
+
+    // The simulator serves as every provider; nothing reads a providers Secret.
+    const simulator = `http://${PREFIX}-provider-simulator.${NAMESPACE}.svc:8090/`;
+    for (const name of ['catalog', 'text', 'media', 'video-jobs']) {
+      const providers = JSON.parse(named(objs, 'ConfigMap', `${PREFIX}-${name}`).data!.PROVIDERS!) as Array<{ baseUrl: string }>;
+      expect(providers.every((p) => p.baseUrl.startsWith(simulator)), `${name}`).toBe(true);
+      const c = named(objs, 'Deployment', `${PREFIX}-${name}`).spec.template.spec.containers[0]!;
+      expect(c.env?.find((e) => e.name === 'NATS_URL')?.valueFrom?.secretKeyRef.name).toBe('gateway-nats');
+      expect(c.env?.some((e) => e.name === 'PROVIDERS')).toBe(false);
+      const egress = named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.egress!;
+      expect(componentsOf(egress.flatMap((r) => r.to ?? []))).toContain('provider-simulator');
+    }
+    const console = named(objs, 'Deployment', `${PREFIX}-console`).spec.template.spec.containers[0]!;
+    expect(console.env?.map((e) => `${e.name}<-${e.valueFrom?.secretKeyRef.name}`).sort()).toEqual(['DATABASE_URL<-gateway-database', 'SESSION_SECRET<-gateway-console']);
+    const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
+    expect(from('billing')).toEqual(['console', 'edge-gateway', 'video-jobs']);
+    expect(from('catalog')).toEqual(['console', 'edge-gateway']);
+    expect(from('provider-simulator')).toEqual(['catalog', 'media', 'text', 'video-jobs']);
+    for (const cm of ofKind(objs, 'ConfigMap')) {
+      if (cm.metadata.name.endsWith('provider-simulator')) continue;
+      expect(cm.data!.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://otel-collector.observability:4318');
+      expect(cm.data!.NATS_URL).toBeUndefined();
+    }
+  });
+
+  it.skipIf(!hasHelm)('refuses invalid values (schema) and inconsistent ones (template checks)', () => {
+    const cases: Array<[string[], string]> = [
+      [['--set', 'gateway.publicBasePath=v1/'], 'publicBasePath'],
+      [['--set', 'billing.replicaCount=-1'], 'replicaCount'],
+      [['--set', 'providers.existingSecret='], 'providers.existingSecret is required'],
+      [['--set', 'gateway.autoscaling.minReplicas=5', '--set', 'gateway.autoscaling.maxReplicas=3'], 'minReplicas (5) is above maxReplicas (3)'],
+      [['--set', 'metrics.enabled=false', '--set', 'metrics.serviceMonitor.enabled=true'], 'metrics.serviceMonitor.enabled needs metrics.enabled'],
+    ];
+    for (const [args, message] of cases) {
+      const r = helm(['template', RELEASE, chart, '--kube-version', KUBE_VERSION, ...args]);
+      expect(r.status, `${args.join(' ')}`).not.toBe(0);
+      expect(r.stderr).toContain(message);
+    }
+  });
+
+  it.skipIf(!hasHelm)('migrates at start instead when the hooks are off, and falls back to an exec preStop before Kubernetes 1.30', () => {
+    const objs = render({ migrations: { enabled: false } });
+    expect(ofKind(objs, 'Job')).toEqual([]);
+    for (const s of SERVICES.filter((x) => x.database && !x.optional)) {
+      expect(named(objs, 'ConfigMap', `${PREFIX}-${s.name}`).data!.MIGRATE_ON_START).toBe('true');
+    }
+    const r = helm(['template', RELEASE, chart, '--kube-version', '1.29.0']);
+    expect(r.status, `${r.stderr}`).toBe(0);
+    expect(r.stdout).toContain('command: ["sleep", "5"]');
+    expect(r.stdout).not.toMatch(/preStop:\s*\n\s*sleep:/);
+  });
+});

@@ -1,0 +1,259 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, sep } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DEPLOY, ROOT, facts, serviceDirs } from './support.ts';
+
+// What the images run, minus Docker: each service's production output is built exactly as the
+// Dockerfile builds it (`pnpm deploy --prod`, then deploy/unnest-workspace-packages.ts), and
+// started FROM THAT OUTPUT with Node, not from the sources. The services with a database are
+// migrated first by their own `src/migrate.ts` into a fresh database (as the chart's hook Jobs
+// do), then started with MIGRATE_ON_START=false; each must report ready, answer its health
+// check (deploy/healthcheck.ts, the images' HEALTHCHECK), stop on SIGTERM with exit code 0, and
+// have written nothing into its own folder (the images' root filesystem is read-only).
+
+const run = promisify(execFile);
+const GRPC = serviceDirs().filter((d) => facts(d).protocol === 'grpc');
+const HEALTHCHECK = join(DEPLOY, 'healthcheck.ts');
+const PROVIDERS = JSON.stringify([{ name: 'openai', kind: 'openai', baseUrl: 'http://127.0.0.1:9/openai/v1', apiKey: 'x' }]);
+
+let work = '';
+let databaseUrl = '';
+let adminUrl = '';
+let databaseName = '';
+const outputs = new Map<string, string>();
+const running = new Map<string, { child: ChildProcess; address: string; log: string }>();
+const filesBefore = new Map<string, string[]>();
+
+const out = (name: string) => outputs.get(name)!;
+
+/** Every path below `dir`, without following links (the deployed tree is full of them). */
+function listTree(dir: string, prefix = ''): string[] {
+  const paths: string[] = [];
+  for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
+    const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+    paths.push(rel);
+    if (entry.isDirectory() && !entry.isSymbolicLink()) paths.push(...listTree(dir, rel));
+  }
+  return paths;
+}
+
+/** The child's environment: only what a container would get, never the test runner's. */
+function serviceEnv(name: string, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    NATS_URL: inject('natsUrl'),
+    // A namespace of their own: services of other test files run at the same time with the run's
+    // namespace, and shared durable consumers would hand their events to these processes. The
+    // run's teardown still deletes these streams (their names start with the run's prefix).
+    EVENTS_NAMESPACE: `${inject('eventsNamespace')}_deploy`,
+    SHUTDOWN_TIMEOUT_MS: '10000',
+    READY_FILE: join(work, `${name}.ready`),
+    ...extra,
+  };
+}
+
+function logTail(log: string): string {
+  return existsSync(log) ? readFileSync(log, 'utf8').slice(-3000) : '(no log)';
+}
+
+/** Starts `node src/main.ts` in a deployed output and waits for its ready file. */
+async function start(name: string, extra: Record<string, string>): Promise<string> {
+  const log = join(work, `${name}.log`);
+  const fd = openSync(log, 'a');
+  const child = spawn(process.execPath, ['src/main.ts'], { cwd: out(name), env: serviceEnv(name, extra), stdio: ['ignore', fd, fd] });
+  const readyFile = join(work, `${name}.ready`);
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${name} exited during start-up (${child.exitCode ?? child.signalCode}):\n${logTail(log)}`);
+    }
+    if (existsSync(readyFile)) {
+      const address = readFileSync(readyFile, 'utf8').trim();
+      if (address) {
+        running.set(name, { child, address, log });
+        return address;
+      }
+    }
+    await sleep(50);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${name} was not ready within 30 s:\n${logTail(log)}`);
+}
+
+/** SIGTERM, then the exit code (SIGKILL and a failure after 20 s). */
+function stop(name: string): Promise<number | string> {
+  const { child } = running.get(name)!;
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode ?? child.signalCode!);
+  return new Promise((done) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      done(code ?? signal!);
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** A gRPC service's settings: loopback, any port, the test database, the addresses it calls. */
+function grpcEnv(name: string): Record<string, string> {
+  const extra: Record<string, string> = { GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', DATABASE_URL: databaseUrl, MIGRATE_ON_START: 'false', PROVIDERS };
+  for (const callee of facts(name).calls) extra[`${callee.toUpperCase().replaceAll('-', '_')}_ADDR`] = running.get(callee)!.address;
+  return extra;
+}
+
+async function healthcheck(...args: string[]): Promise<number> {
+  try {
+    await run(process.execPath, [HEALTHCHECK, ...args], { timeout: 10_000 });
+    return 0;
+  } catch (err) {
+    return (err as { code?: number }).code ?? -1;
+  }
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'gw-deploy-'));
+  // A database of this file's own on the run's server: the migrations run from nothing, and no
+  // other test file migrating the same schemas at the same time can race them.
+  const runUrl = new URL(inject('databaseUrl'));
+  databaseName = `${runUrl.pathname.slice(1)}_deploy`;
+  const admin = new URL(runUrl);
+  admin.pathname = '/postgres';
+  adminUrl = admin.toString();
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  await client.query(`CREATE DATABASE ${databaseName}`);
+  await client.end();
+  runUrl.pathname = `/${databaseName}`;
+  databaseUrl = runUrl.toString();
+
+  // Every output at once (each takes a few seconds, mostly linking from the store).
+  await Promise.all(
+    serviceDirs().map(async (name) => {
+      const dir = join(work, 'out', name);
+      await run('pnpm', ['deploy', '--frozen-lockfile', '--prefer-offline', '--prod', '--filter', `@gw/${name}`, dir], { cwd: ROOT, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 });
+      await run(process.execPath, [join(DEPLOY, 'unnest-workspace-packages.ts'), dir], { timeout: 30_000 });
+      outputs.set(name, dir);
+      filesBefore.set(name, listTree(dir));
+    }),
+  );
+}, 180_000);
+
+afterAll(async () => {
+  for (const { child } of running.values()) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  if (databaseName) {
+    const client = new Client({ connectionString: adminUrl });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+    await client.end();
+  }
+  if (work) rmSync(work, { recursive: true, force: true });
+}, 60_000);
+
+describe('production outputs (pnpm deploy --prod), started from the output', () => {
+  it('every service output holds its main, and our TypeScript sits outside node_modules', () => {
+    for (const name of serviceDirs()) {
+      const dir = out(name);
+      expect(existsSync(join(dir, 'src', 'main.ts')), `${name}/src/main.ts`).toBe(true);
+      expect(existsSync(join(dir, 'src', 'migrate.ts')), `${name}/src/migrate.ts`).toBe(existsSync(join(ROOT, 'services', name, 'src', 'migrate.ts')));
+      expect(existsSync(join(dir, 'test')), `${name} ships no tests`).toBe(false);
+      const scoped = join(dir, 'node_modules', '@gw');
+      for (const pkg of existsSync(scoped) ? readdirSync(scoped) : []) {
+        const real = realpathSync(join(scoped, pkg));
+        expect(real.split(sep), `@gw/${pkg} of ${name} resolves to ${real}`).not.toContain('node_modules');
+        expect(existsSync(join(real, 'test')), `@gw/${pkg} of ${name} ships no tests`).toBe(false);
+      }
+      // No dev tooling in a production output.
+      for (const dev of ['vitest', 'typescript', 'oxlint', '@bufbuild/buf']) {
+        expect(existsSync(join(dir, 'node_modules', dev)), `${name} has ${dev}`).toBe(false);
+      }
+    }
+  });
+
+  it('migrates every schema from the outputs (node src/migrate.ts, as the hook Jobs do)', async () => {
+    const migrators = serviceDirs().filter((name) => existsSync(join(out(name), 'src', 'migrate.ts')));
+    // The chart's hook Jobs and compose's migrate-* services run this command for each of them.
+    expect(migrators).toEqual(serviceDirs().filter((name) => facts(name).database));
+    for (const name of migrators) {
+      const { stdout } = await run(process.execPath, ['src/migrate.ts'], { cwd: out(name), env: serviceEnv(name, { DATABASE_URL: databaseUrl }), timeout: 60_000 });
+      expect(stdout, `${name}`).toContain('migrations applied');
+    }
+    const client = new Client({ connectionString: databaseUrl });
+    await client.connect();
+    const { rows } = await client.query<{ schema_name: string }>('select schema_name from information_schema.schemata');
+    await client.end();
+    const schemas = rows.map((r) => r.schema_name);
+    expect(schemas).toEqual(expect.arrayContaining(migrators.map((name) => name.replaceAll('-', '_'))));
+  }, 120_000);
+
+  it('starts every gRPC service from its output; each answers the gRPC health check SERVING', async () => {
+    // Callees first (billing, catalog), then the services that call them.
+    const callees = GRPC.filter((name) => GRPC.some((other) => facts(other).calls.includes(name)) || name === 'catalog');
+    await Promise.all(callees.map((name) => start(name, grpcEnv(name))));
+    await Promise.all(GRPC.filter((name) => !callees.includes(name)).map((name) => start(name, grpcEnv(name))));
+    for (const name of GRPC) {
+      const { address } = running.get(name)!;
+      expect(address, `${name}`).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(await healthcheck('grpc', address), `${name} health`).toBe(0);
+    }
+  }, 90_000);
+
+  it('starts the gateway from its output against those services; /healthz and /readyz answer 200', async () => {
+    const addr = (name: string) => running.get(name)?.address ?? '127.0.0.1:9';
+    const baseUrl = await start('edge-gateway', {
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_PORT: '0',
+      BILLING_ADDR: addr('billing'),
+      CATALOG_ADDR: addr('catalog'),
+      TEXT_ADDR: addr('text'),
+      MEDIA_ADDR: addr('media'),
+      VIDEO_JOBS_ADDR: addr('video-jobs'),
+    });
+    expect(baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    const origin = new URL(baseUrl).origin;
+    expect((await fetch(`${origin}/healthz`)).status).toBe(200);
+    let ready = 0;
+    for (let i = 0; i < 50 && ready !== 200; i++) {
+      ready = (await fetch(`${origin}/readyz`)).status;
+      if (ready !== 200) await sleep(100);
+    }
+    expect(ready, `${logTail(running.get('edge-gateway')!.log)}`).toBe(200);
+    expect(await healthcheck('http', `${origin}/healthz`)).toBe(0);
+    expect(await healthcheck('http', `${origin}/nowhere`), 'a 404 is unhealthy').toBe(1);
+  }, 60_000);
+
+  it('starts the provider simulator from its output', async () => {
+    const url = await start('provider-simulator', { SIM_HOST: '127.0.0.1', SIM_PORT: '0' });
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(await healthcheck('tcp', new URL(url).host)).toBe(0);
+  }, 60_000);
+
+  it('the health check reports a stopped service as unhealthy', async () => {
+    // Port 1 on loopback: nothing listens there.
+    expect(await healthcheck('grpc', '127.0.0.1:1')).toBe(1);
+    expect(await healthcheck('tcp', '127.0.0.1:1')).toBe(1);
+    expect(await healthcheck('bogus', running.get('billing')!.address)).toBe(2);
+  });
+
+  it('stops every service on SIGTERM with exit code 0, the gateway first', async () => {
+    const order = ['edge-gateway', 'provider-simulator', ...GRPC.filter((n) => n !== 'billing' && n !== 'catalog'), 'catalog', 'billing'];
+    expect(new Set(order)).toEqual(new Set(running.keys()));
+    const codes: Record<string, number | string> = {};
+    for (const name of order) codes[name] = await stop(name);
+    expect(codes).toEqual(Object.fromEntries(order.map((n) => [n, 0])));
+  }, 120_000);
+
+  it('no service wrote into its deployed folder (the images run with a read-only root filesystem)', () => {
+    for (const name of serviceDirs()) {
+      const before = new Set(filesBefore.get(name));
+      expect(listTree(out(name)).filter((p) => !before.has(p)), `${name}`).toEqual([]);
+      expect(lstatSync(out(name)).isDirectory()).toBe(true);
+    }
+  });
+});
