@@ -108,7 +108,9 @@ export declare const SwitchesChangedSchema: GenMessage<SwitchesChanged>;
 
 /**
  * VideoJobStatusChanged is published on `video.job.status_changed` on every status change of a
- * video job, in order per job (one publisher, the outbox relay, in commit order).
+ * video job, through the outbox relay in commit order. Several relaying replicas can deliver two
+ * events of one job out of order: order them by status (queued < running < completed | failed,
+ * the last two final), not by arrival. See docs/events.md.
  *
  * @generated from message gateway.events.v1.VideoJobStatusChanged
  */

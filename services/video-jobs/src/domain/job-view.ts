@@ -1,0 +1,33 @@
+import { create } from '@bufbuild/protobuf';
+import { videoV1 } from '@gw/contracts';
+import type { PublicStatus, VideoJob } from '../db/video-job.entity.ts';
+
+const PROTO_STATUS: Record<PublicStatus, videoV1.VideoJobStatus> = {
+  queued: videoV1.VideoJobStatus.QUEUED,
+  running: videoV1.VideoJobStatus.RUNNING,
+  completed: videoV1.VideoJobStatus.COMPLETED,
+  failed: videoV1.VideoJobStatus.FAILED,
+};
+
+export function isPublic(status: VideoJob['status']): status is PublicStatus {
+  return status in PROTO_STATUS;
+}
+
+const ms = (d: Date | null | undefined): bigint => (d ? BigInt(new Date(d).getTime()) : 0n);
+
+/** The public view of a job (`status` must be public: callers answer `not_found` otherwise). */
+export function jobView(job: VideoJob, status: PublicStatus, balanceAfter = 0n): videoV1.VideoJob {
+  return create(videoV1.VideoJobSchema, {
+    jobId: job.id,
+    status: PROTO_STATUS[status],
+    requestedDurationSeconds: job.durationSeconds,
+    creditCharged: job.creditCharged,
+    creditRefunded: job.creditRefunded,
+    completedAtUnixMs: status === 'completed' ? ms(job.completedAt) : 0n,
+    expiresAtUnixMs: status === 'completed' ? ms(job.expiresAt) : 0n,
+    ...(job.actualDurationSeconds === null || job.actualDurationSeconds === undefined ? {} : { actualDurationSeconds: job.actualDurationSeconds }),
+    balanceAfter,
+    model: job.model,
+    createdAtUnixMs: ms(job.createdAt),
+  });
+}
