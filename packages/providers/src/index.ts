@@ -9,6 +9,7 @@ export type {
   ProviderConfig,
   ProviderKind,
   SseEvent,
+  TokenUsage,
   TextDialect,
   TextResult,
   Timeouts,

@@ -3,6 +3,7 @@ import { createCompatAdapter } from './compat/adapter.ts';
 import { createGoogleAdapter } from './google/adapter.ts';
 import { isRecord } from './json.ts';
 import { createOpenAiAdapter } from './openai/adapter.ts';
+import { instrumentAdapter } from './telemetry.ts';
 import { DEFAULT_TIMEOUTS } from './types.ts';
 import type { ProviderAdapter, ProviderConfig, ProviderKind, Timeouts } from './types.ts';
 
@@ -118,7 +119,7 @@ export class ProviderRegistry {
   readonly #adapters: Map<string, ProviderAdapter>;
 
   constructor(configs: readonly ProviderConfig[]) {
-    this.#adapters = new Map(configs.map((config) => [config.name, createAdapter(config)]));
+    this.#adapters = new Map(configs.map((config) => [config.name, instrumentAdapter(createAdapter(config), config.baseUrl)]));
   }
 
   /** Reads and validates `PROVIDERS` from the environment. */

@@ -51,6 +51,17 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Our request id; sent upstream as `x-request-id` for correlation. */
   requestId?: string;
+  /**
+   * Token usage of the answer, for telemetry: called with the JSON body of a whole answer, or with
+   * no argument when a stream has ended. The caller knows the dialect's usage shape.
+   */
+  usage?: (body?: Record<string, unknown>) => TokenUsage | undefined;
+}
+
+/** Tokens an answer used, as reported by the provider. */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
 }
 
 /** One server-sent event: `data` is parsed JSON, or the literal string `[DONE]`. */

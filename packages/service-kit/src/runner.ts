@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { commonEnv, envBool, loadConfig } from './config.ts';
 import { createOrm, runMigrations, type OrmOptions } from './db/orm.ts';
+import { observeQueries, OUTBOX_GAUGES } from './db/gauges.ts';
 import { createLogger } from './logger.ts';
 import { connectNats, type NatsConnection } from './bus/nats.ts';
 import { OutboxRelay } from './bus/outbox.ts';
@@ -75,6 +76,7 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
   if (opts.outbox && orm) {
     relay = new OutboxRelay({ orm, nats, namespace: env.EVENTS_NAMESPACE, logger });
     relay.start();
+    observeQueries(telemetry.meter, orm, OUTBOX_GAUGES);
   }
 
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 32 * 1024 * 1024 });

@@ -1,6 +1,7 @@
 import { metrics, type Meter } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { BatchSpanProcessor, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 
@@ -25,16 +26,16 @@ export interface Telemetry {
  * service's main, before the app is built.
  */
 export function startTelemetry(opts: TelemetryOptions): Telemetry {
-  process.env.OTEL_SERVICE_NAME ??= opts.serviceName;
   const processors: SpanProcessor[] = [...(opts.spanProcessors ?? [])];
   if (opts.otlpEndpoint) {
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: `${opts.otlpEndpoint.replace(/\/$/, '')}/v1/traces` })));
   }
-  const tracerProvider = new NodeTracerProvider({ spanProcessors: processors });
+  const resource = resourceFromAttributes({ 'service.name': opts.serviceName });
+  const tracerProvider = new NodeTracerProvider({ resource, spanProcessors: processors });
   tracerProvider.register();
 
   const readers = opts.metricsPort === undefined ? [] : [new PrometheusExporter({ port: opts.metricsPort, host: '0.0.0.0' })];
-  const meterProvider = new MeterProvider({ readers });
+  const meterProvider = new MeterProvider({ resource, readers });
   metrics.setGlobalMeterProvider(meterProvider);
 
   return {

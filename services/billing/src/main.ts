@@ -1,5 +1,5 @@
 import { billingV1 } from '@gw/contracts';
-import { loadConfig, runGrpcService } from '@gw/service-kit';
+import { loadConfig, observeQueries, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { billingEntities } from './db/entities.ts';
 import { billingMigrations } from './db/migrations/index.ts';
@@ -26,8 +26,16 @@ await runGrpcService({
   defaultPort: 50051,
   database: { schema: 'billing', entities: billingEntities, migrations: billingMigrations },
   outbox: true,
-  register: async ({ orm, nats, env: serviceEnv, logger, onStop }) => {
-    const money = new RequestMoney(orm, now);
+  register: async ({ orm, nats, env: serviceEnv, logger, meter, onStop }) => {
+    const money = new RequestMoney(orm, now, meter);
+    observeQueries(meter, orm, [
+      {
+        name: 'billing.holds.open',
+        description: 'Holds not yet settled or released, and the credits they hold',
+        sql: `select count(*) as value, 'count' as measure from hold where status = 'open'
+              union all select coalesce(sum(amount), 0), 'credits' from hold where status = 'open'`,
+      },
+    ]);
     onStop(await refundFailedVideoJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
     onStop(startHoldSweeper(() => releaseStaleHolds(orm.em.fork(), money, env.HOLD_MAX_AGE_MS, now(), logger), env.HOLD_SWEEP_INTERVAL_MS, logger));
     return [

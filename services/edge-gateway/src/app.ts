@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { billingV1, catalogV1, mediaV1, MethodsOf, ServiceClient, textV1, videoV1 } from '@gw/contracts';
+import { context } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
 import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
+import { registerTelemetry } from './plugins/telemetry.ts';
 import { modelsRoutes } from './protocols/models.route.ts';
 import { imagesRoutes } from './protocols/images.routes.ts';
 import { textRoutes } from './protocols/text.routes.ts';
@@ -58,6 +60,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
   });
   app.decorateRequest('apiKey', null as unknown as KeyRecord);
+  registerTelemetry(app);
   registerErrorHandling(app, DEFAULT_BODY_LIMIT);
 
   app.addHook('onRequest', async (request, reply) => {
@@ -86,10 +89,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     async (api) => {
       // Order of checks (DECISIONS.md): auth, then the account rate limit, before anything else.
       // Text generation routes defer the rate limit into billing's Authorize (see deferred-rate-limit.ts).
-      api.addHook('onRequest', async (request) => {
-        request.apiKey = await authenticate(request.headers.authorization, deps.keys, now());
-        if (request.routeOptions.config.deferRateLimit !== true) await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
-      });
+      api.addHook('onRequest', (request) =>
+        context.with(request.otel, async () => {
+          request.apiKey = await authenticate(request.headers.authorization, deps.keys, now());
+          if (request.routeOptions.config.deferRateLimit !== true) await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
+        }),
+      );
       await api.register(modelsRoutes, deps);
       await api.register(textRoutes, deps);
       await api.register(imagesRoutes, deps);

@@ -1,6 +1,7 @@
 import { billingV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Counter, Meter } from '@opentelemetry/api';
 import { AccountBatcher, applyOps, toGatewayError, type MoneyResult } from './money.ts';
 import { creditsFor, type BillingUnit } from './pricing.ts';
 
@@ -32,9 +33,11 @@ function ok(r: MoneyResult): MoneyResult {
  */
 export class RequestMoney {
   readonly #batcher: AccountBatcher;
+  readonly #charged: Counter | undefined;
 
-  constructor(orm: MikroORM, now: () => Date = () => new Date()) {
+  constructor(orm: MikroORM, now: () => Date = () => new Date(), meter?: Meter) {
     this.#batcher = new AccountBatcher((accountId, ops) => applyOps(orm.em.fork(), accountId, ops, now()));
+    this.#charged = meter?.createCounter('billing.credits.charged', { unit: '{credit}', description: 'Credits charged by settled requests' });
   }
 
   async authorize(req: billingV1.AuthorizeRequest): Promise<{ held: bigint; balanceAfter: bigint }> {
@@ -81,6 +84,8 @@ export class RequestMoney {
         reconcile: req.reconcile,
       }),
     );
+    // A replayed settle charged nothing new.
+    if (!r.replay) this.#charged?.add(Number(r.credit_charged), { unit });
     return { creditCharged: BigInt(r.credit_charged!), balanceAfter: BigInt(r.balance_after!) };
   }
 

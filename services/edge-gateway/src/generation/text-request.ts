@@ -2,6 +2,7 @@ import { catalogV1, textV1 } from '@gw/contracts';
 import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import { attachService, createStreamTranslator, estimateInputTokensUpperBound, maxOutputTokens, validateRequest, type Dialect } from '@gw/translate';
+import { trace } from '@opentelemetry/api';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { SseWriter } from '../http/sse.ts';
@@ -20,6 +21,29 @@ const PROTO_DIALECT: Record<ClientDialect, textV1.Dialect> = {
 
 /** A whole answer may take the provider's full text deadline; streams are bounded by their output cap. */
 const GENERATE_TIMEOUT_MS = 11 * 60_000;
+
+/**
+ * Looked up at each use: `@opentelemetry/api` is loaded both as ESM (here) and as CommonJS (by the
+ * SDK), and a tracer taken at module load, before the service registers the SDK, stays a no-op.
+ */
+const tracer = () => trace.getTracer('@gw/edge-gateway');
+
+/**
+ * Step 5 in its own span: the catalog's answer for this request comes from the gateway's snapshot
+ * of it (no call per request), and the trace still shows the resolution and its outcome.
+ */
+export function resolveTraced(deps: GatewayDeps, model: string, endpoint: string): ResolvedModel {
+  return tracer().startActiveSpan('catalog.resolve', { attributes: { 'gen_ai.request.model': model, 'gw.endpoint': endpoint } }, (span) => {
+    try {
+      return deps.catalogCache.resolve(model, endpoint);
+    } catch (err) {
+      span.setAttribute('error.type', err instanceof GatewayError ? err.code : 'error');
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
 
 /** Step 4 of the order of checks: the body in the client's protocol, with every problem named. */
 export function validBody(dialect: Dialect, body: unknown): Json {
@@ -58,7 +82,7 @@ export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialec
   return beforeAuthorize(deps, request, () => {
     deps.switches.assertGenerationAllowed();
     const body = parse(request.body);
-    return { body, model: deps.catalogCache.resolve(body.model as string, endpoint) };
+    return { body, model: resolveTraced(deps, body.model as string, endpoint) };
   });
 }
 
@@ -153,6 +177,7 @@ async function streamText(
   if (!failure && !end) failure = publicFailure(undefined);
 
   if (failure) {
+    request.errorCode = failure.code;
     await releaseHold(deps.billing, hold, request.log);
     await writeErrorEvents(sse, dialect, failure);
   } else {

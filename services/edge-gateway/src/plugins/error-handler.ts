@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 
 /** Sends a domain error in the spec's shape with the headers SDK clients act on. */
 export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply {
+  reply.request.errorCode = err.code;
   if (!shouldRetry(err.code)) reply.header('x-should-retry', 'false');
   if (err.details.retry_after_seconds !== undefined) reply.header('retry-after', String(err.details.retry_after_seconds));
   return reply.code(err.httpStatus).type('application/json').send(err.toBody());

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { textV1, type catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import { isProviderError, ProviderError, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect } from '@gw/providers';
+import { isProviderError, ProviderError, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect, type TokenUsage } from '@gw/providers';
 import { createStreamTranslator, extractUsage, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
 import { clientDialect, providerDialect, responseId } from './dialects.ts';
 
@@ -58,6 +58,10 @@ function upstreamBody(client: TextDialect, dialect: TextDialect, body: Json, rou
   return { ...out, model: route.upstreamModel };
 }
 
+function tokens(u: Usage | undefined): TokenUsage | undefined {
+  return u && { inputTokens: u.inputTokens, outputTokens: u.outputTokens };
+}
+
 export function toUsageProto(u: Usage | undefined): textV1.Usage | undefined {
   if (!u) return undefined;
   return create(textV1.UsageSchema, {
@@ -78,7 +82,7 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
       const adapter = adapterFor(deps, route);
       const upstreamDialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, upstreamDialect, body, route, false, req.defaultMaxOutputTokens);
-      const res = await adapter.text(upstreamDialect, upstream, { stream: false, signal, requestId: req.requestId });
+      const res = await adapter.text(upstreamDialect, upstream, { stream: false, signal, requestId: req.requestId, usage: (b) => tokens(b && extractUsage(upstreamDialect, b)) });
       if (res.kind !== 'json') throw new GatewayError('upstream_error', 'The provider streamed an answer that was not asked to stream.');
       // A responses-API answer can be a 200 whose status says the generation failed.
       if (upstreamDialect === 'responses' && res.body.status === 'failed') {
@@ -121,19 +125,22 @@ function end(init: { usage?: Usage; errorCode?: string; errorMessage?: string; p
  */
 export async function* generateStream(deps: TextDeps, req: textV1.GenerateStreamRequest, signal: AbortSignal): AsyncGenerator<textV1.GenerateStreamResponse> {
   const { client, body, ctx } = prepare(req, deps.now());
+  // The stream's usage is known once the translator has read it; telemetry asks at the stream's end.
+  let streamUsage: () => Usage | undefined = () => undefined;
   const started = await deps.router.withFallback(
     req.routes,
     async (route) => {
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, dialect, body, route, true, req.defaultMaxOutputTokens);
-      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId });
+      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId, usage: () => tokens(streamUsage()) });
       if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
       return { route, dialect, events: res.events, provider: adapter.name };
     },
     { signal },
   );
   const translator = createStreamTranslator(started.dialect, client, ctx);
+  streamUsage = () => translator.usage();
   try {
     for await (const event of started.events) {
       for (const out of translator.push(event)) yield frame(out);
