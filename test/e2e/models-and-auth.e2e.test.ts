@@ -1,4 +1,6 @@
 import { generateApiKey } from '@gw/api-keys';
+import { ERROR_CODES, ERROR_TABLE } from '@gw/errors';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { catalogV1, createClient } from '@gw/contracts';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,5 +133,41 @@ describe('GET /v1/models through the whole system', () => {
     const listed = (await admin(system, 'models', 'list')) as { models: Array<{ id: string; enabled: boolean }> };
     expect(listed.models.find((m) => m.id === 'disabled-model')?.enabled).toBe(false);
     expect(listed.models.some((m) => m.id === 'unpriced-model')).toBe(true);
+  });
+
+  it('serves an OpenAPI 3.1 document, generated from the routes, that validates and covers every public route and error code', async () => {
+    const res = await fetch(`${system.baseUrl}/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: { schemas: Record<string, { properties?: Record<string, { properties?: { code?: { enum?: string[] } } }> }> } };
+    expect(doc.openapi).toBe('3.1.0');
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    const base = new URL(system.baseUrl).pathname;
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path.replace(base, '')}`));
+    expect(operations.sort()).toEqual(
+      [
+        'GET /models',
+        'POST /chat/completions',
+        'POST /chat',
+        'POST /messages',
+        'POST /messages/count_tokens',
+        'POST /responses',
+        'POST /images/generations',
+        'POST /images/edits',
+        'GET /images/jobs/{jobId}',
+        'POST /videos/generations',
+        'GET /videos/generations/{jobId}',
+        'GET /videos/generations/{jobId}/content',
+      ].sort(),
+    );
+    expect(doc.components.schemas.ErrorBody?.properties?.error?.properties?.code?.enum?.sort()).toEqual([...ERROR_CODES].sort());
+    // Every error status a code can have is documented on some route.
+    const statuses = new Set(Object.values(doc.paths).flatMap((m) => Object.values(m).flatMap((op) => Object.keys(op.responses))));
+    for (const code of ERROR_CODES) expect(statuses.has(String(ERROR_TABLE[code].http))).toBe(true);
+    const docs = await fetch(`${system.baseUrl}/docs/`);
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('swagger');
   });
 });

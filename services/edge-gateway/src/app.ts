@@ -6,6 +6,7 @@ import { authenticate } from './auth/authenticate.ts';
 import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
 import { registerTelemetry } from './plugins/telemetry.ts';
+import { registerOpenApi } from './openapi/openapi.plugin.ts';
 import { modelsRoutes } from './protocols/models.route.ts';
 import { imagesRoutes } from './protocols/images.routes.ts';
 import { textRoutes } from './protocols/text.routes.ts';
@@ -79,6 +80,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     );
   });
 
+  await registerOpenApi(app, deps.basePath);
+
   // Liveness and readiness sit outside the authenticated API.
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
@@ -87,6 +90,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   await app.register(
     async (api) => {
+      // Route schemas document the API (OpenAPI); handlers validate in the order of checks of
+      // DECISIONS.md themselves, and answers pass through as they are (protocols carry fields
+      // the schemas do not name).
+      api.setValidatorCompiler(() => () => true);
+      api.setSerializerCompiler(() => (data) => JSON.stringify(data));
       // Order of checks (DECISIONS.md): auth, then the account rate limit, before anything else.
       // Text generation routes defer the rate limit into billing's Authorize (see deferred-rate-limit.ts).
       api.addHook('onRequest', (request) =>

@@ -1,6 +1,7 @@
 import { GatewayError } from '@gw/errors';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
+import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { imagesBody, runImageJob, type ImageJobCall } from '../generation/image-job.ts';
 import { assertSizeFits, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../generation/image-request.ts';
@@ -35,16 +36,16 @@ export async function imagesRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
     throw err;
   });
 
-  app.post('/images/generations', { bodyLimit: GENERATION_BODY_LIMIT }, async (request) =>
+  app.post('/images/generations', { bodyLimit: GENERATION_BODY_LIMIT, schema: ROUTE_DOCS['images/generations'] }, async (request) =>
     runImageJob(deps, request, prepare(deps, request, 'images/generations', parseGenerationBody)),
   );
 
-  app.post('/images/edits', { bodyLimit: EDIT_BODY_LIMIT }, async (request) =>
+  app.post('/images/edits', { bodyLimit: EDIT_BODY_LIMIT, schema: ROUTE_DOCS['images/edits'] }, async (request) =>
     runImageJob(deps, request, prepare(deps, request, 'images/edits', parseEditBody)),
   );
 
   // Not a generation request: operator switches do not block reading a result already paid for.
-  app.get<{ Params: { jobId: string } }>('/images/jobs/:jobId', async (request) => {
+  app.get<{ Params: { jobId: string } }>('/images/jobs/:jobId', { schema: ROUTE_DOCS['images/jobs/:jobId'] }, async (request) => {
     const { jobId } = request.params;
     if (!JOB_ID.test(jobId)) throw new GatewayError('not_found', 'No image job with this id.');
     const job = await deps.media.getImageJob({ jobId, accountId: request.apiKey.accountId });

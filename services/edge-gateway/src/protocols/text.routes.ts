@@ -2,10 +2,11 @@ import { textV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
+import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
 
 /** The three imitated text protocols: same pipeline, each in its own dialect. */
-const PROTOCOLS: Array<{ path: string; dialect: ClientDialect }> = [
+const PROTOCOLS: Array<{ path: 'chat/completions' | 'messages' | 'responses'; dialect: ClientDialect }> = [
   { path: 'chat/completions', dialect: 'chat' },
   { path: 'messages', dialect: 'messages' },
   { path: 'responses', dialect: 'responses' },
@@ -38,7 +39,7 @@ function countTokensBody(body: unknown): Record<string, unknown> {
 /** Text generation (spec 4.2 to 4.6). Generation requests: operator switches apply (step 3). */
 export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   for (const { path, dialect } of PROTOCOLS) {
-    app.post(`/${path}`, { config: { deferRateLimit: true } }, async (request, reply) => {
+    app.post(`/${path}`, { config: { deferRateLimit: true }, schema: ROUTE_DOCS[path] }, async (request, reply) => {
       if (dialect === 'messages') reply.header('request-id', request.id);
       const { body, model } = await preflightText(deps, request, dialect, path);
       const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model });
@@ -46,7 +47,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
     });
   }
 
-  app.post('/chat', { config: { deferRateLimit: true } }, async (request, reply) => {
+  app.post('/chat', { config: { deferRateLimit: true }, schema: ROUTE_DOCS.chat }, async (request, reply) => {
     const { body, model } = await preflightText(deps, request, 'chat', 'chat', legacyBody);
     const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body, model });
     const choices = result!.body.choices as Array<{ message?: { content?: unknown } }> | undefined;
@@ -60,7 +61,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   });
 
   // Free, but a generation request: switches and the rate limit apply; the count is the model's own.
-  app.post('/messages/count_tokens', async (request, reply) => {
+  app.post('/messages/count_tokens', { schema: ROUTE_DOCS['messages/count_tokens'] }, async (request, reply) => {
     deps.switches.assertGenerationAllowed();
     reply.header('request-id', request.id);
     const body = countTokensBody(request.body);

@@ -5,6 +5,7 @@ import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
+import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { createdJobBody, jobStatusBody, VIDEO_JOB_ID, videoJobNotFound } from '../generation/video-job-view.ts';
 import { assertFramesFit, parseVideoBody, VIDEO_BODY_LIMIT } from '../generation/video-request.ts';
@@ -31,7 +32,7 @@ export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
     throw err;
   });
 
-  app.post('/videos/generations', { bodyLimit: VIDEO_BODY_LIMIT }, async (request) => {
+  app.post('/videos/generations', { bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request) => {
     deps.switches.assertGenerationAllowed();
     const key = idempotencyKeyOf(request.headers);
     const body = parseVideoBody(request.body);
@@ -55,14 +56,14 @@ export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
     return createdJobBody(job!);
   });
 
-  app.get<Params>('/videos/generations/:jobId', async (request) => {
+  app.get<Params>('/videos/generations/:jobId', { schema: ROUTE_DOCS['videos/generations/:jobId'] }, async (request) => {
     const { jobId } = request.params;
     if (!VIDEO_JOB_ID.test(jobId)) throw videoJobNotFound();
     const { job } = await deps.videoJobs.getJob({ jobId, accountId: request.apiKey.accountId });
     return jobStatusBody(job!, deps.basePath);
   });
 
-  app.get<Params>('/videos/generations/:jobId/content', async (request, reply) => {
+  app.get<Params>('/videos/generations/:jobId/content', { schema: ROUTE_DOCS['videos/generations/:jobId/content'] }, async (request, reply) => {
     const { jobId } = request.params;
     if (!VIDEO_JOB_ID.test(jobId)) throw videoJobNotFound();
     const range = request.headers.range;

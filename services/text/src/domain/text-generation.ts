@@ -126,14 +126,14 @@ function end(init: { usage?: Usage; errorCode?: string; errorMessage?: string; p
 export async function* generateStream(deps: TextDeps, req: textV1.GenerateStreamRequest, signal: AbortSignal): AsyncGenerator<textV1.GenerateStreamResponse> {
   const { client, body, ctx } = prepare(req, deps.now());
   // The stream's usage is known once the translator has read it; telemetry asks at the stream's end.
-  let streamUsage: () => Usage | undefined = () => undefined;
+  let streamUsage: (() => Usage | undefined) | undefined;
   const started = await deps.router.withFallback(
     req.routes,
     async (route) => {
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, dialect, body, route, true, req.defaultMaxOutputTokens);
-      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId, usage: () => tokens(streamUsage()) });
+      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId, usage: () => tokens(streamUsage?.()) });
       if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
       return { route, dialect, events: res.events, provider: adapter.name };
     },

@@ -1,0 +1,306 @@
+import { ERROR_CODES, ERROR_TABLE, type ErrorCode } from '@gw/errors';
+
+/**
+ * JSON Schemas of the public API, registered with fastify (`addSchema`) and referenced by the
+ * routes, from which the OpenAPI document is generated. They document the wire shapes (spec
+ * sections 2 and 4); the imitated protocols' own fields beyond those the spec names pass
+ * through, so request and response schemas stay open (`additionalProperties`).
+ */
+const service = {
+  type: 'object',
+  description: 'Billing of this request (spec 2.3).',
+  properties: { credit_charged: { type: 'integer' }, balance_after: { type: 'integer' } },
+  required: ['credit_charged', 'balance_after'],
+};
+const imageInput = {
+  type: 'object',
+  description: 'Spec 2.4: `b64_json` with `mime_type`, or a `data:` URL. PNG, JPEG or WEBP, at most 8 MB decoded.',
+  properties: {
+    b64_json: { type: 'string' },
+    data_url: { type: 'string' },
+    mime_type: { type: 'string', enum: ['image/png', 'image/jpeg', 'image/webp'] },
+  },
+};
+const message = { type: 'object', properties: { role: { type: 'string' }, content: {} }, required: ['role', 'content'] };
+
+export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
+  {
+    $id: 'ErrorBody',
+    type: 'object',
+    description: 'Every failure (spec 7.1). Clients branch on `code`.',
+    properties: {
+      error: {
+        type: 'object',
+        properties: {
+          code: { type: 'string', enum: ERROR_CODES },
+          message: { type: 'string' },
+          limit_type: { type: 'string', description: '`api_key_limit_exceeded`: spending | requests | tokens; `rate_limit_exceeded`: per_second | per_minute' },
+          period: { type: 'string', enum: ['daily', 'monthly', 'lifetime'] },
+          retry_after_seconds: { type: 'integer' },
+          job_id: { type: 'string', description: '`duplicate_request` once the first request finished' },
+        },
+        required: ['code', 'message'],
+      },
+    },
+    required: ['error'],
+  },
+  { $id: 'Service', ...service },
+  {
+    $id: 'Model',
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      kind: { type: 'string', enum: ['TEXT', 'IMAGE', 'VIDEO'] },
+      capabilities: { type: 'array', items: { type: 'string' } },
+      price_credit_per_unit: { type: 'integer' },
+      billing_unit: { type: 'string', enum: ['million_tokens', 'image', 'second'] },
+    },
+    required: ['id', 'kind', 'capabilities', 'price_credit_per_unit', 'billing_unit'],
+  },
+  { $id: 'ModelList', type: 'object', properties: { data: { type: 'array', items: { $ref: 'Model#' } } }, required: ['data'] },
+  {
+    $id: 'ChatCompletionRequest',
+    type: 'object',
+    additionalProperties: true,
+    properties: { model: { type: 'string' }, messages: { type: 'array', items: message }, stream: { type: 'boolean', default: false } },
+    required: ['model', 'messages'],
+  },
+  {
+    $id: 'ChatCompletion',
+    type: 'object',
+    additionalProperties: true,
+    description: 'The chat-completions answer; with `stream: true`, `text/event-stream` chunks whose last (before `[DONE]`) carries `usage` and `service`.',
+    properties: {
+      choices: { type: 'array', items: { type: 'object', properties: { message: { type: 'object', properties: { content: { type: ['string', 'null'] } } } } } },
+      usage: { type: 'object', properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } },
+      service: { $ref: 'Service#' },
+    },
+  },
+  {
+    $id: 'LegacyChatRequest',
+    type: 'object',
+    properties: { model: { type: 'string' }, messages: { type: 'array', items: { type: 'object', properties: { role: { type: 'string', enum: ['system', 'user', 'assistant'] }, content: { type: 'string' } }, required: ['role', 'content'] } } },
+    required: ['model', 'messages'],
+  },
+  {
+    $id: 'LegacyChatResponse',
+    type: 'object',
+    properties: { reply: { type: 'string' }, tokensUsed: { type: 'integer' }, creditCharged: { type: 'integer' }, balanceAfter: { type: 'integer' } },
+    required: ['reply', 'tokensUsed', 'creditCharged', 'balanceAfter'],
+  },
+  {
+    $id: 'MessagesRequest',
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+      model: { type: 'string' },
+      max_tokens: { type: 'integer', minimum: 1 },
+      messages: { type: 'array', items: message },
+      system: { oneOf: [{ type: 'string' }, { type: 'array' }] },
+      tools: { type: 'array', description: 'Forwarded unchanged.' },
+      stream: { type: 'boolean' },
+    },
+    required: ['model', 'max_tokens', 'messages'],
+  },
+  {
+    $id: 'Message',
+    type: 'object',
+    additionalProperties: true,
+    description: 'The messages answer; with `stream: true`, events `message_start` to `message_stop`, `service` in `message_delta`.',
+    properties: {
+      content: { type: 'array' },
+      stop_reason: { type: ['string', 'null'] },
+      usage: { type: 'object', properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' }, cache_creation_input_tokens: { type: 'integer' }, cache_read_input_tokens: { type: 'integer' } } },
+      service: { $ref: 'Service#' },
+    },
+  },
+  {
+    $id: 'CountTokensRequest',
+    type: 'object',
+    additionalProperties: true,
+    properties: { model: { type: 'string' }, messages: { type: 'array', items: message }, system: {}, tools: { type: 'array' } },
+    required: ['model', 'messages'],
+  },
+  { $id: 'CountTokensResponse', type: 'object', properties: { input_tokens: { type: 'integer' } }, required: ['input_tokens'] },
+  {
+    $id: 'ResponsesRequest',
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+      model: { type: 'string' },
+      input: { oneOf: [{ type: 'string' }, { type: 'array' }] },
+      instructions: { type: 'string' },
+      tools: { type: 'array', description: 'Forwarded unchanged.' },
+      max_output_tokens: { type: 'integer', minimum: 1 },
+      stream: { type: 'boolean' },
+    },
+    required: ['model', 'input'],
+  },
+  {
+    $id: 'Response',
+    type: 'object',
+    additionalProperties: true,
+    description: 'The responses answer; with `stream: true`, events `response.created` to `response.completed`, `service` in the final response.',
+    properties: {
+      output: { type: 'array' },
+      status: { type: 'string', enum: ['completed', 'incomplete', 'failed'] },
+      usage: { type: 'object', properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } },
+      service: { $ref: 'Service#' },
+    },
+  },
+  { $id: 'ImageInput', ...imageInput },
+  {
+    $id: 'ImageGenerationRequest',
+    type: 'object',
+    properties: { model: { type: 'string' }, prompt: { type: 'string', maxLength: 4000 }, size: { type: 'string', pattern: '^[0-9]+x[0-9]+$' }, n: { type: 'integer', minimum: 1, maximum: 4, default: 1 } },
+    required: ['model', 'prompt'],
+  },
+  {
+    $id: 'ImageEditRequest',
+    type: 'object',
+    properties: { model: { type: 'string' }, prompt: { type: 'string', maxLength: 4000 }, image: { $ref: 'ImageInput#' } },
+    required: ['model', 'prompt', 'image'],
+  },
+  {
+    $id: 'ImagesResponse',
+    type: 'object',
+    properties: {
+      data: { type: 'array', items: { type: 'object', properties: { b64_json: { type: 'string' }, mime_type: { type: 'string' } }, required: ['b64_json', 'mime_type'] } },
+      usage: { type: 'object', properties: { images: { type: 'integer' } }, required: ['images'] },
+      service: { $ref: 'Service#' },
+    },
+    required: ['data', 'usage'],
+  },
+  {
+    $id: 'VideoRequest',
+    type: 'object',
+    properties: {
+      model: { type: 'string' },
+      prompt: { type: 'string', maxLength: 4000 },
+      duration_seconds: { type: 'integer', enum: [4, 6, 8] },
+      aspect_ratio: { type: 'string', enum: ['16:9', '9:16'], default: '16:9' },
+      image: { $ref: 'ImageInput#' },
+      last_frame: { $ref: 'ImageInput#' },
+    },
+    required: ['model', 'prompt', 'duration_seconds'],
+  },
+  {
+    $id: 'VideoJob',
+    type: 'object',
+    description: 'Spec 2.2.',
+    properties: {
+      id: { type: 'string', pattern: '^vidjob_' },
+      status: { type: 'string', enum: ['queued', 'running', 'completed', 'failed'] },
+      requested_duration_seconds: { type: 'integer' },
+      content_url: { type: 'string' },
+      completed_at: { type: 'integer' },
+      expires_at: { type: 'integer' },
+      actual_duration_seconds: { type: 'integer' },
+      service: { type: 'object', properties: { credit_charged: { type: 'integer' }, credit_refunded: { type: 'integer' }, balance_after: { type: 'integer' } } },
+    },
+    required: ['status'],
+  },
+];
+
+const SECURED = [{ bearerAuth: [] }];
+
+/** Error responses of a route, grouped by HTTP status, each naming the codes it can carry. */
+function errors(codes: ErrorCode[]): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) byStatus.set(ERROR_TABLE[code].http, [...(byStatus.get(ERROR_TABLE[code].http) ?? []), code]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [status, { description: `Error: ${list.join(', ')}`, content: { 'application/json': { schema: { $ref: 'ErrorBody#' } } } }]),
+  );
+}
+
+const AUTH: ErrorCode[] = ['auth_missing_or_malformed', 'auth_invalid', 'auth_revoked', 'auth_expired', 'rate_limit_exceeded', 'upstream_error', 'upstream_timeout'];
+const GENERATION: ErrorCode[] = [
+  ...AUTH,
+  'system_maintenance',
+  'ai_requests_disabled',
+  'invalid_request',
+  'unknown_model',
+  'capability_not_supported',
+  'model_disabled',
+  'pricing_not_configured',
+  'provider_catalog_stale',
+  'model_temporarily_unavailable',
+  'api_key_limit_exceeded',
+  'insufficient_balance',
+  'upstream_rate_limited',
+];
+const TEXT: ErrorCode[] = [...GENERATION, 'api_key_quota_reconciliation_required'];
+const MEDIA: ErrorCode[] = [...GENERATION, 'duplicate_request'];
+
+interface RouteDoc {
+  summary: string;
+  tags: string[];
+  body?: string;
+  ok: string;
+  codes: ErrorCode[];
+  /** Answers `text/event-stream` too when the body asks for `stream: true`. */
+  streams?: boolean;
+  params?: string[];
+  produces?: string;
+  headers?: Record<string, string>;
+}
+
+function schema(doc: RouteDoc) {
+  const ok = doc.produces
+    ? { description: 'OK', content: { [doc.produces]: { schema: { type: 'string', format: 'binary' } } } }
+    : {
+        description: doc.streams ? 'OK (JSON, or an SSE stream when `stream` is true)' : 'OK',
+        content: {
+          'application/json': { schema: { $ref: `${doc.ok}#` } },
+          ...(doc.streams ? { 'text/event-stream': { schema: { type: 'string' } } } : {}),
+        },
+      };
+  return {
+    summary: doc.summary,
+    tags: doc.tags,
+    security: SECURED,
+    ...(doc.body ? { body: { $ref: `${doc.body}#` } } : {}),
+    ...(doc.params ? { params: { type: 'object', properties: Object.fromEntries(doc.params.map((p) => [p, { type: 'string' }])), required: doc.params } } : {}),
+    ...(doc.headers ? { headers: { type: 'object', properties: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { type: 'string', description: d }])) } } : {}),
+    response: { 200: ok, ...errors(doc.codes) },
+  };
+}
+
+const IDEMPOTENCY = { 'idempotency-key': 'Repeats of a create with this key answer 409 duplicate_request instead of charging again (spec 7.3).' };
+
+/** The documentation of every public route, by the route's path below the base path. */
+export const ROUTE_DOCS = {
+  models: schema({ summary: 'List callable models (spec 4.1)', tags: ['models'], ok: 'ModelList', codes: [...AUTH, 'model_catalog_disabled'] }),
+  'chat/completions': schema({ summary: 'Chat completions (spec 4.2)', tags: ['text'], body: 'ChatCompletionRequest', ok: 'ChatCompletion', codes: TEXT, streams: true }),
+  chat: schema({ summary: 'Original chat contract (spec 4.3)', tags: ['text'], body: 'LegacyChatRequest', ok: 'LegacyChatResponse', codes: TEXT }),
+  messages: schema({ summary: 'Messages protocol (spec 4.4)', tags: ['text'], body: 'MessagesRequest', ok: 'Message', codes: TEXT, streams: true }),
+  'messages/count_tokens': schema({
+    summary: 'Count input tokens with the model’s own counter; free (spec 4.5)',
+    tags: ['text'],
+    body: 'CountTokensRequest',
+    ok: 'CountTokensResponse',
+    codes: GENERATION.filter((c) => c !== 'insufficient_balance' && c !== 'api_key_limit_exceeded'),
+  }),
+  responses: schema({ summary: 'Responses protocol (spec 4.6)', tags: ['text'], body: 'ResponsesRequest', ok: 'Response', codes: TEXT, streams: true }),
+  'images/generations': schema({ summary: 'Create images (spec 4.7)', tags: ['images'], body: 'ImageGenerationRequest', ok: 'ImagesResponse', codes: MEDIA, headers: IDEMPOTENCY }),
+  'images/edits': schema({ summary: 'Edit an image (spec 4.8)', tags: ['images'], body: 'ImageEditRequest', ok: 'ImagesResponse', codes: MEDIA, headers: IDEMPOTENCY }),
+  'images/jobs/:jobId': schema({
+    summary: 'Extension: the result of a finished image request made with an Idempotency-Key, kept 24 hours (the `job_id` of a 409)',
+    tags: ['images'],
+    ok: 'ImagesResponse',
+    params: ['jobId'],
+    codes: [...AUTH, 'not_found'],
+  }),
+  'videos/generations': schema({ summary: 'Create a video job (spec 4.9); never resend once an id was received', tags: ['videos'], body: 'VideoRequest', ok: 'VideoJob', codes: MEDIA, headers: IDEMPOTENCY }),
+  'videos/generations/:jobId': schema({ summary: 'Video job status; free (spec 4.10)', tags: ['videos'], ok: 'VideoJob', params: ['jobId'], codes: [...AUTH, 'not_found'] }),
+  'videos/generations/:jobId/content': schema({
+    summary: 'Download the MP4 of a completed job, Range supported, until expires_at (spec 4.11)',
+    tags: ['videos'],
+    ok: 'VideoJob',
+    produces: 'video/mp4',
+    params: ['jobId'],
+    codes: [...AUTH, 'not_found'],
+  }),
+} as const;
+
+export type DocumentedRoute = keyof typeof ROUTE_DOCS;
