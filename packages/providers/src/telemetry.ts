@@ -132,6 +132,7 @@ export function instrumentAdapter(adapter: ProviderAdapter, baseUrl: string): Pr
     ...(adapter.generateImages ? { generateImages: (req: Parameters<NonNullable<ProviderAdapter['generateImages']>>[0], opts?: CallOptions) => traced({ operation: 'generate_content', model: req.model }, () => adapter.generateImages!(req, opts)) } : {}),
     ...(adapter.editImage ? { editImage: (req: Parameters<NonNullable<ProviderAdapter['editImage']>>[0], opts?: CallOptions) => traced({ operation: 'generate_content', model: req.model }, () => adapter.editImage!(req, opts)) } : {}),
     ...(adapter.createVideo ? { createVideo: (req: Parameters<NonNullable<ProviderAdapter['createVideo']>>[0], opts?: CallOptions) => traced({ operation: 'generate_content', model: req.model }, () => adapter.createVideo!(req, opts)) } : {}),
+    ...(adapter.cancelVideo ? { cancelVideo: (id: string, opts?: CallOptions) => traced({ operation: 'cancel_video', model: undefined }, () => adapter.cancelVideo!(id, opts)) } : {}),
     ...(adapter.getVideo ? { getVideo: (id: string, opts?: CallOptions) => traced({ operation: 'get_video', model: undefined }, () => adapter.getVideo!(id, opts)) } : {}),
   });
 }

@@ -21,7 +21,7 @@ export interface HttpClientOptions {
 }
 
 export interface HttpCall {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   url: string;
   /** JSON request body. */
   json?: unknown;

@@ -163,6 +163,8 @@ export interface ProviderAdapter {
   editImage?(req: ImageEditRequest, opts?: CallOptions): Promise<GeneratedImage[]>;
   createVideo?(req: VideoRequest, opts?: CallOptions): Promise<{ providerJobId: string }>;
   getVideo?(providerJobId: string, opts?: CallOptions): Promise<VideoStatus>;
+  /** Asks the provider to stop a job we gave up on; a job it no longer knows is already stopped. */
+  cancelVideo?(providerJobId: string, opts?: CallOptions): Promise<void>;
   /** Streams the MP4; `range` is passed through (e.g. 'bytes=0-99'). */
   downloadVideo?(
     providerJobId: string,

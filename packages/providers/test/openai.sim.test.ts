@@ -148,6 +148,13 @@ describe('openai: images', () => {
 });
 
 describe('openai: Sora videos', () => {
+  it('cancels a job upstream; cancelling one the provider no longer knows is not an error', async () => {
+    const { providerJobId } = await openai.createVideo!({ model: 'sora-sim', prompt: 'waves', durationSeconds: 4, aspectRatio: '16:9' });
+    await openai.cancelVideo!(providerJobId);
+    expect((await openai.getVideo!(providerJobId)).failure?.reason).toBe('not_found');
+    await expect(openai.cancelVideo!(providerJobId)).resolves.toBeUndefined();
+  });
+
   it('creates, polls and downloads a video, with Range passed through', async () => {
     const { providerJobId } = await openai.createVideo!({ model: 'sora-sim', prompt: 'waves', durationSeconds: 4, aspectRatio: '9:16' });
     expect(['queued', 'running']).toContain((await openai.getVideo!(providerJobId)).state);

@@ -7,7 +7,7 @@ import { editImage } from './image-edits.ts';
 import { generateImages } from './images.ts';
 import { listModels } from './models.ts';
 import { responses } from './responses.ts';
-import { createVideo, downloadVideo, getVideo } from './videos.ts';
+import { cancelVideo, createVideo, downloadVideo, getVideo } from './videos.ts';
 
 /** OpenAI: chat completions and responses, token counting, images (generate, edit) and Sora videos. */
 export function createOpenAiAdapter(config: ProviderConfig, imageHosts: readonly string[]): ProviderAdapter {
@@ -28,6 +28,7 @@ export function createOpenAiAdapter(config: ProviderConfig, imageHosts: readonly
     editImage: (req, opts) => editImage(ctx, req, opts),
     createVideo: (req, opts) => createVideo(ctx, req, opts),
     getVideo: (id, opts) => getVideo(ctx, id, opts),
+    cancelVideo: (id, opts) => cancelVideo(ctx, id, opts),
     downloadVideo: (id, _contentRef, range, opts) => downloadVideo(ctx, id, range, opts),
     close: () => ctx.http.close(),
   };

@@ -108,3 +108,11 @@ export async function downloadVideo(
     throw err;
   }
 }
+
+/** `DELETE {base}/videos/{id}`: stops and removes the job; an unknown job is already gone. */
+export async function cancelVideo(ctx: ProviderContext, id: string, opts?: CallOptions): Promise<void> {
+  if (!isSafeJobId(id)) throw videoNotFound(ctx);
+  await ctx.http.json({ method: 'DELETE', url: ctx.url(OPENAI_PATHS.video(id)), timeoutMs: deadline(ctx, 'videoMs', opts), options: opts }).catch((err: unknown) => {
+    if (!isUpstreamNotFound(err)) throw err;
+  });
+}

@@ -33,14 +33,6 @@ export interface DriverDeps {
 const SAFETY = /moderation|safety|content.policy|policy.violation|blocked/i;
 
 /**
- * An adapter that can cancel a provider job. Cancelling is optional in the adapter contract; a
- * provider without it keeps generating a job we gave up on until it ends on its own.
- */
-interface CancellableVideos {
-  cancelVideo?: (providerJobId: string, opts: { signal: AbortSignal; timeoutMs: number }) => Promise<void>;
-}
-
-/**
  * Moves one leased job one step: submit it, or poll it, then record what was learned (or when to
  * look again) under the lease. A job fails only on a verified terminal failure: the provider says
  * so (including safety filtering and refusing the request), the provider no longer knows the job,
@@ -164,7 +156,8 @@ export class JobDriver {
   /** Over the maximum time: cancel upstream where the provider can, then fail (and so refund). */
   async #giveUp(leased: LeasedJob, providerJobId: string, signal: AbortSignal): Promise<void> {
     const { logger, settings } = this.#deps;
-    const adapter = this.#deps.providers.get(leased.job.provider ?? '') as (ProviderAdapter & CancellableVideos) | undefined;
+    // Cancelling is optional in the adapter contract: a provider without it finishes the job on its own.
+    const adapter = this.#deps.providers.get(leased.job.provider ?? '');
     if (adapter?.cancelVideo) {
       await adapter.cancelVideo(providerJobId, { signal, timeoutMs: settings.providerTimeoutMs }).catch((err: unknown) => {
         logger.warn({ jobId: leased.job.id, err }, 'cancelling an overdue video job upstream failed');
