@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
@@ -10,7 +9,7 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { balanceOf, billingClient, catalogClient, waitForListing } from '../support/clients.ts';
+import { balanceOf, billingClient, catalogClient, postDeclaredLength, waitForListing } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /** Demo prices in credits per second of video. */
@@ -242,22 +241,12 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
 
   it('refuses a body larger than any valid request from its declared length, before reading it', async () => {
     // 64 MB declared, a few bytes sent: the answer comes without the body ever being buffered.
-    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(
-        `${system.baseUrl}/videos/generations`,
-        { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json', 'content-length': String(64 * 1024 * 1024) } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            req.destroy();
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.write('{"model":"veo-sim","prompt":"x","duration_seconds":4,"image":{"b64_json":"AAAA');
-    });
+    const { status, body } = await postDeclaredLength(
+      `${system.baseUrl}/videos/generations`,
+      account.apiKey,
+      64 * 1024 * 1024,
+      '{"model":"veo-sim","prompt":"x","duration_seconds":4,"image":{"b64_json":"AAAA',
+    );
     expect(status).toBe(400);
     expect((JSON.parse(body) as ErrorBody).error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/larger than \d+ bytes/) });
   });

@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import { billingV1, catalogV1, createClient } from '@gw/contracts';
 import OpenAI from 'openai';
@@ -46,4 +47,28 @@ export async function waitForListing(system: RunningSystem, apiKey: string, ids:
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`models not listed in time: ${ids.filter((id) => !listed.includes(id)).join(', ')}`);
+}
+
+/**
+ * A POST that declares `declaredBytes` of body but sends only `firstBytes`: it shows that a body
+ * over a route's limit is refused from its declared length, before being read. (Sending a real
+ * oversized body races the server's early answer and can end in a broken pipe instead.)
+ */
+export function postDeclaredLength(url: string, apiKey: string, declaredBytes: number, firstBytes: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'content-length': String(declaredBytes) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.write(firstBytes);
+  });
 }
