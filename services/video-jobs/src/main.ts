@@ -1,6 +1,6 @@
 import { billingV1, createClient, videoV1 } from '@gw/contracts';
 import { FallbackRouter, ProviderRegistry } from '@gw/providers';
-import { runGrpcService } from '@gw/service-kit';
+import { observeQueries, runGrpcService } from '@gw/service-kit';
 import { offsetClock } from './clock.ts';
 import { videoJobsConfig } from './config.ts';
 import { videoJobsEntities } from './db/entities.ts';
@@ -22,7 +22,8 @@ await runGrpcService({
   defaultPort: 50055,
   database: { schema: 'video_jobs', entities: videoJobsEntities, migrations: videoJobsMigrations },
   outbox: true,
-  register: async ({ orm, nats, env, logger, onStop }) => {
+  register: async ({ orm, nats, env, logger, meter, onStop }) => {
+    observeQueries(meter, orm, [{ name: 'video.jobs', description: 'Video jobs by status', sql: 'select count(*) as value, status from video_job group by status' }]);
     if (config.CLOCK_OFFSET_MS !== 0) logger.warn({ offsetMs: config.CLOCK_OFFSET_MS }, 'the service clock is shifted (CLOCK_OFFSET_MS)');
     const billing = createClient(billingV1.BillingService, config.BILLING_ADDR, { defaultTimeoutMs: config.BILLING_TIMEOUT_MS });
     const creator = new JobCreator({ orm, billing, clock, logger });
