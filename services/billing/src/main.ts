@@ -27,7 +27,8 @@ await runGrpcService({
   database: { schema: 'billing', entities: billingEntities, migrations: billingMigrations },
   outbox: true,
   register: async ({ orm, nats, env: serviceEnv, logger, meter, onStop }) => {
-    const money = new RequestMoney(orm, now, meter);
+    const rateDefaults = { perSecond: env.RATE_LIMIT_PER_SECOND, perMinute: env.RATE_LIMIT_PER_MINUTE };
+    const money = new RequestMoney(orm, now, meter, rateDefaults);
     observeQueries(meter, orm, [
       {
         name: 'billing.holds.open',
@@ -44,7 +45,7 @@ await runGrpcService({
         billingHandler({
           orm,
           money,
-          rateDefaults: { perSecond: env.RATE_LIMIT_PER_SECOND, perMinute: env.RATE_LIMIT_PER_MINUTE },
+          rateDefaults,
           now,
         }),
       ],

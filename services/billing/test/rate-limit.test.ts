@@ -1,6 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { billingV1 } from '@gw/contracts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getBalance } from '../src/domain/accounts.ts';
 import { checkRateLimit, setAccountRateLimit } from '../src/domain/rate-limit.ts';
+import { RequestMoney } from '../src/domain/requests.ts';
 import { account, billingOrm } from './support.ts';
 
 const defaults = { perSecond: 5, perMinute: 8 };
@@ -47,5 +52,25 @@ describe('per-account rate limits', () => {
     expect(await outcome(accountId, t)).toBe('ok');
     expect(await outcome(accountId, t + 10)).toMatchObject({ code: 'rate_limit_exceeded', limit_type: 'per_second' });
     expect(await setAccountRateLimit(orm.em.fork(), accountId, 0, 0, defaults)).toEqual({ perSecond: 5, perMinute: 8 });
+  });
+
+  it('counts text requests inside Authorize with the same windows, and holds nothing when refused', async () => {
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const t = 1_800_000_060_000; // a whole minute
+    const money = new RequestMoney(orm, () => new Date(t + 200), undefined, defaults);
+    const authorize = () =>
+      money
+        .authorize(create(billingV1.AuthorizeRequestSchema, { requestId: randomUUID(), accountId, keyId, endpoint: 'chat/completions', model: 'm', unit: billingV1.BillingUnit.IMAGE, pricePerUnit: 1n, worstUnits: 1n, checkRateLimit: true }))
+        .then(
+          () => 'held',
+          (e: { code: string; details: Record<string, unknown> }) => ({ code: e.code, ...e.details }),
+        );
+    const seen = [];
+    for (let i = 0; i < 6; i++) seen.push(await authorize());
+    expect(seen.filter((s) => s === 'held')).toHaveLength(5);
+    expect(seen[5]).toEqual({ code: 'rate_limit_exceeded', limit_type: 'per_second', retry_after_seconds: 1 });
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(995n);
+    // One window for both paths: the stand-alone check sees the six already counted.
+    expect(await outcome(accountId, t + 300)).toEqual({ code: 'rate_limit_exceeded', limit_type: 'per_second', retry_after_seconds: 1 });
   });
 });

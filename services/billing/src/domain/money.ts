@@ -1,6 +1,7 @@
 import { GatewayError, isErrorCode } from '@gw/errors';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { BillingUnit } from './pricing.ts';
+import { rateLimitError } from './rate-limit.ts';
 
 /** One money operation on an account, as `apply_ops` takes it (bigints travel as strings). */
 export type MoneyOp =
@@ -15,6 +16,10 @@ export type MoneyOp =
       model: string;
       unit: BillingUnit;
       price: string;
+      /** Count the account rate limit first (the clock and the default limits). */
+      rate_now_ms?: number;
+      rate_per_second?: number;
+      rate_per_minute?: number;
     }
   | {
       op: 'settle';
@@ -38,6 +43,7 @@ export interface MoneyResult {
   code?: string;
   limit_type?: string;
   period?: string;
+  retry_after_seconds?: number;
   held?: string;
   balance_after?: string;
   credit_charged?: string;
@@ -57,6 +63,7 @@ const MESSAGES: Record<string, string> = {
 /** Turns a refused op into the public error it stands for. */
 export function toGatewayError(r: MoneyResult): GatewayError {
   const code = isErrorCode(r.code) ? r.code : 'invalid_request';
+  if (code === 'rate_limit_exceeded') return rateLimitError(r.limit_type ?? 'per_second', r.retry_after_seconds ?? 1);
   const details = r.limit_type !== undefined ? { limit_type: r.limit_type, period: r.period } : {};
   const message =
     code === 'api_key_limit_exceeded'

@@ -6,46 +6,30 @@ export interface RateDefaults {
   perMinute: number;
 }
 
+/** The public refusal for a limit `count_rate` reported. */
+export function rateLimitError(limitType: string, retryAfterSeconds: number): GatewayError {
+  const per = limitType === 'per_second' ? 'second' : 'minute';
+  return new GatewayError('rate_limit_exceeded', `Too many requests per ${per} for this account.`, {
+    limit_type: limitType,
+    retry_after_seconds: retryAfterSeconds,
+  });
+}
+
 /**
- * Fixed one-second and one-minute windows per account, counted in one statement on an unlogged
- * table (shared by every billing and gateway replica; nothing waits for a disk flush). Every
- * request counts, refused ones included, so a client hammering past the limit stays limited.
+ * Fixed one-second and one-minute windows per account, counted by the database function
+ * `count_rate` on an unlogged table (shared by every billing and gateway replica; nothing waits for
+ * a disk flush). Every request counts, refused ones included, so a client hammering past the limit
+ * stays limited. Text requests are counted the same way inside `apply_ops` instead.
  */
 export async function checkRateLimit(em: EntityManager, accountId: string, nowMs: number, defaults: RateDefaults): Promise<void> {
-  const second = Math.floor(nowMs / 1000);
-  const minute = Math.floor(nowMs / 60_000);
-  const rows = await em.execute<{ kind: 'second' | 'minute'; count: number; per_second: number; per_minute: number }[]>(
-    `with lim as (
-       select coalesce(rate_per_second, ?) as per_second, coalesce(rate_per_minute, ?) as per_minute
-       from account where id = ?)
-     , up as (
-       insert into rate_window as w (account_id, kind, window_start, count)
-       select ?, k.kind, k.start, 1 from lim, (values ('second', ?::bigint), ('minute', ?::bigint)) as k(kind, start)
-       on conflict (account_id, kind) do update
-         set count = case when w.window_start = excluded.window_start then w.count + 1 else 1 end,
-             window_start = excluded.window_start
-       returning kind, count)
-     select up.kind, up.count, lim.per_second, lim.per_minute from up, lim`,
-    [defaults.perSecond, defaults.perMinute, accountId, accountId, second, minute],
+  const rows = await em.execute<{ found: boolean; limit_type: string | null; retry_after: number | null }[]>(
+    `select exists (select 1 from account where id = ?) as found, r.limit_type, r.retry_after
+       from count_rate(?, ?, ?, ?) r`,
+    [accountId, accountId, nowMs, defaults.perSecond, defaults.perMinute],
   );
-  if (rows.length === 0) throw new GatewayError('not_found', 'No such account.');
-  const over = (kind: 'second' | 'minute') => {
-    const row = rows.find((r) => r.kind === kind)!;
-    return row.count > (kind === 'second' ? row.per_second : row.per_minute);
-  };
-  if (over('second')) {
-    throw new GatewayError('rate_limit_exceeded', 'Too many requests per second for this account.', {
-      limit_type: 'per_second',
-      retry_after_seconds: 1,
-    });
-  }
-  if (over('minute')) {
-    const retry = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
-    throw new GatewayError('rate_limit_exceeded', 'Too many requests per minute for this account.', {
-      limit_type: 'per_minute',
-      retry_after_seconds: retry,
-    });
-  }
+  const row = rows[0];
+  if (!row?.found) throw new GatewayError('not_found', 'No such account.');
+  if (row.limit_type) throw rateLimitError(row.limit_type, row.retry_after ?? 1);
 }
 
 export async function setAccountRateLimit(

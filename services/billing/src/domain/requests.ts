@@ -4,6 +4,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Counter, Meter } from '@opentelemetry/api';
 import { AccountBatcher, applyOps, toGatewayError, type MoneyResult } from './money.ts';
 import { creditsFor, type BillingUnit } from './pricing.ts';
+import type { RateDefaults } from './rate-limit.ts';
 
 const UNITS: Record<number, BillingUnit> = {
   [billingV1.BillingUnit.MILLION_TOKENS]: 'million_tokens',
@@ -35,7 +36,12 @@ export class RequestMoney {
   readonly #batcher: AccountBatcher;
   readonly #charged: Counter | undefined;
 
-  constructor(orm: MikroORM, now: () => Date = () => new Date(), meter?: Meter) {
+  readonly #now: () => Date;
+  readonly #rateDefaults: RateDefaults;
+
+  constructor(orm: MikroORM, now: () => Date = () => new Date(), meter?: Meter, rateDefaults: RateDefaults = { perSecond: 50, perMinute: 1_500 }) {
+    this.#now = now;
+    this.#rateDefaults = rateDefaults;
     this.#batcher = new AccountBatcher((accountId, ops) => applyOps(orm.em.fork(), accountId, ops, now()));
     this.#charged = meter?.createCounter('billing.credits.charged', { unit: '{credit}', description: 'Credits charged by settled requests' });
   }
@@ -58,6 +64,9 @@ export class RequestMoney {
         model: req.model,
         unit,
         price: req.pricePerUnit.toString(),
+        ...(req.checkRateLimit
+          ? { rate_now_ms: this.#now().getTime(), rate_per_second: this.#rateDefaults.perSecond, rate_per_minute: this.#rateDefaults.perMinute }
+          : {}),
       }),
     );
     return { held: BigInt(r.held ?? amount), balanceAfter: BigInt(r.balance_after!) };

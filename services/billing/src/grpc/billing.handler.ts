@@ -50,10 +50,7 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
       await checkRateLimit(em(), req.accountId, deps.now().getTime(), deps.rateDefaults);
       return {};
     },
-    authorize: async (req) => {
-      if (req.checkRateLimit) await checkRateLimit(em(), req.accountId, deps.now().getTime(), deps.rateDefaults);
-      return deps.money.authorize(req);
-    },
+    authorize: async (req) => deps.money.authorize(req),
     settle: async (req) => deps.money.settle(req),
     release: async (req) => deps.money.release(req),
     refund: async (req) => deps.money.refund(req),
