@@ -93,6 +93,27 @@ describe('grpc adapter', () => {
     client.close();
   });
 
+  it('waits for a server that is starting, within the deadline, instead of failing at once', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = new grpc.Server();
+      probe.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, p) => probe.tryShutdown(() => resolve(p)));
+    });
+    const client = createClient(healthV1.Health, `127.0.0.1:${port}`, { defaultTimeoutMs: 5_000 });
+    const late = new grpc.Server();
+    const lateHealth = new HealthState();
+    lateHealth.set(true);
+    addHealthService(late, lateHealth);
+    try {
+      const call = client.check({ service: '' });
+      await new Promise((r) => setTimeout(r, 300)); // the call is made while nothing listens
+      await bindServer(late, '127.0.0.1', port);
+      await expect(call).resolves.toMatchObject({ status: healthV1.HealthCheckResponse_ServingStatus.SERVING });
+    } finally {
+      client.close();
+      late.forceShutdown();
+    }
+  });
+
   it('enforces deadlines', async () => {
     const client = createClient(billingV1.BillingService, address, { defaultTimeoutMs: 50 });
     const err = await client.getWallet({ accountId: 'a' }).catch((e: unknown) => e);

@@ -44,6 +44,7 @@ export function createClient<S extends GenServiceMethods>(
     if (method.methodKind === 'server_streaming') {
       client[method.localName] = async function* (req: unknown, call: CallOptions = {}) {
         const metadata = new grpc.Metadata();
+        metadata.setOptions({ waitForReady: true });
         injectTrace(metadata, context.active());
         const stream = channel.makeServerStreamRequest(path, serialize, deserialize, req as never, metadata, {
           deadline: Date.now() + (call.timeoutMs ?? defaultTimeout),
@@ -66,6 +67,9 @@ export function createClient<S extends GenServiceMethods>(
       withRpcSpan('client', service.typeName, method.name, context.active(), (_span, ctx) =>
         new Promise((resolve, reject) => {
           const metadata = new grpc.Metadata();
+          // A service restarting (a rolling update) is waited for, within the call's deadline,
+          // instead of failing the call at once.
+          metadata.setOptions({ waitForReady: true });
           injectTrace(metadata, ctx);
           const pending = channel.makeUnaryRequest(
             path,
