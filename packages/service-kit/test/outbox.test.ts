@@ -6,10 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { context, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { Migration } from '@mikro-orm/migrations';
 import { defineEntity, p, type MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connectNats, consumeDurable, createLogger, createOrm, enqueueEvent, OutboxRelay, processOnce, runMigrations, type NatsConnection } from '../src/index.ts';
+import { connectNats, consumeDurable, createLogger, createOrm, enqueueEvent, OutboxRelay, processOnce, runMigrations, startTelemetry, type NatsConnection } from '../src/index.ts';
 
 /** A state change to announce: a row in the test's own schema. */
 const ThingSchema = defineEntity({ name: 'Thing', tableName: 'thing', properties: { id: p.text().primary(), state: p.text() } });
@@ -197,4 +199,39 @@ describe('transactional outbox and idempotent consumer (real Postgres, real JetS
     expect(await processOnce(em, 'direct', 'e1', async () => void runs++)).toBe(false);
     expect(runs).toBe(1);
   }, 30_000);
+
+  it('carries the trace of the writing transaction through NATS to the consumer, with database spans', async () => {
+    const exporter = new InMemorySpanExporter();
+    const telemetry = startTelemetry({ serviceName: 'outbox-test', spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    try {
+      const root = trace.getTracer('test').startSpan('request');
+      await context.with(trace.setSpan(context.active(), root), () =>
+        orm.em.fork().transactional(async (tx) => {
+          tx.create(Thing, { id: 'traced', state: 'x' });
+          enqueueEvent(tx, { subject: 'thing.item.traced', payload: Buffer.from('traced'), msgId: 'ev-traced' });
+          await tx.flush();
+        }),
+      );
+      root.end();
+      await new OutboxRelay({ orm, nats: nc, namespace: ns, logger }).publishPending();
+      let handled: () => void = () => {};
+      const done = new Promise<void>((resolve) => (handled = resolve));
+      const stop = await consumeDurable({ nats: nc, namespace: ns, durable: 'test-traced', subject: 'thing.item.traced', logger, handle: async () => handled() });
+      await done;
+      await stop();
+
+      const traceId = root.spanContext().traceId;
+      const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+      const publish = spans.find((s) => s.name === `publish ${ns}.thing.item.traced`);
+      const processed = spans.find((s) => s.name === `process ${ns}.thing.item.traced`);
+      expect(publish?.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
+      expect(processed?.parentSpanContext?.spanId).toBe(publish?.spanContext().spanId);
+      // The transaction's statements are spans of the same trace, without their text.
+      const insert = spans.find((s) => s.name.startsWith('INSERT '));
+      expect(insert?.attributes).toMatchObject({ 'db.system.name': 'postgresql', 'db.operation.name': 'INSERT' });
+      expect(JSON.stringify(insert?.attributes)).not.toContain('traced');
+    } finally {
+      await telemetry.shutdown();
+    }
+  });
 });

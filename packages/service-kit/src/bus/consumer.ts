@@ -1,9 +1,12 @@
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { ensureStreamFor } from './nats.ts';
 import { qualify } from './subjects.ts';
+
+const tracer = () => trace.getTracer('@gw/service-kit/bus');
 
 export interface DurableConsumerOptions {
   nats: NatsConnection;
@@ -49,12 +52,18 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
       try {
         messages = await consumer.consume({ max_messages: 64, expires: 5_000 });
         for await (const m of messages) {
+          // The handler runs in a CONSUMER span continuing the publisher's trace.
+          const parent = propagation.extract(ROOT_CONTEXT, m.headers, { get: (h, key) => h?.get(key) || undefined, keys: (h) => (h ? h.keys() : []) });
+          const span = tracer().startSpan(`process ${m.subject}`, { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.consumer.group.name': opts.durable } }, parent);
           try {
-            await opts.handle(m.data, { redelivered: m.redelivered, deliveryCount: m.info.deliveryCount });
+            await context.with(trace.setSpan(parent, span), () => opts.handle(m.data, { redelivered: m.redelivered, deliveryCount: m.info.deliveryCount }));
             m.ack();
           } catch (err) {
+            span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).name });
             opts.logger.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount }, 'event handling failed; will retry');
             m.nak(opts.retryDelayMs ?? 1_000);
+          } finally {
+            span.end();
           }
         }
       } catch (err) {

@@ -11,6 +11,8 @@ const OutboxEventSchema = defineEntity({
     msgId: p.text().unique(),
     createdAt: p.datetime().onCreate(() => new Date()),
     publishedAt: p.datetime().nullable(),
+    /** W3C trace context of the transaction that wrote the event. */
+    traceparent: p.text().nullable(),
   },
 });
 export class OutboxEvent extends OutboxEventSchema.class {}

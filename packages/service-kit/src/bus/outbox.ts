@@ -1,4 +1,6 @@
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
@@ -21,7 +23,33 @@ export interface OutgoingEvent {
  * transaction: committed together with the state change it announces, or not at all.
  */
 export function enqueueEvent(em: EntityManager, event: OutgoingEvent): void {
-  em.create(OutboxEvent, { subject: event.subject, payload: Buffer.from(event.payload), msgId: event.msgId, publishedAt: null });
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  em.create(OutboxEvent, {
+    subject: event.subject,
+    payload: Buffer.from(event.payload),
+    msgId: event.msgId,
+    publishedAt: null,
+    traceparent: carrier.traceparent ?? null,
+  });
+}
+
+const tracer = () => trace.getTracer('@gw/service-kit/bus');
+
+/** Publishes one event in a PRODUCER span, child of the transaction that wrote it; consumers continue the trace. */
+async function publishTraced(js: JetStreamClient, subject: string, payload: Uint8Array, msgId: string, traceparent: string | null): Promise<void> {
+  const parent = traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
+  const span = tracer().startSpan(`publish ${subject}`, { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject, 'messaging.message.id': msgId } }, parent);
+  const h = headers();
+  propagation.inject(trace.setSpan(parent, span), h, { set: (carrier, key, value) => carrier.set(key, value) });
+  try {
+    await js.publish(subject, payload, { msgID: msgId, headers: h });
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).name });
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 export interface RelayOptions {
@@ -69,14 +97,14 @@ export class OutboxRelay {
     let total = 0;
     for (;;) {
       const published = await orm.em.fork().transactional(async (tx) => {
-        const rows = await tx.execute<{ id: string; subject: string; payload: Buffer; msg_id: string }[]>(
-          `select id::text, subject, payload, msg_id from outbox_event
+        const rows = await tx.execute<{ id: string; subject: string; payload: Buffer; msg_id: string; traceparent: string | null }[]>(
+          `select id::text, subject, payload, msg_id, traceparent from outbox_event
             where published_at is null order by id limit ? for update skip locked`,
           [batchSize],
         );
         for (const row of rows) {
           await ensureStreamFor(nats, namespace, row.subject);
-          await this.#js.publish(qualify(namespace, row.subject), row.payload, { msgID: row.msg_id });
+          await publishTraced(this.#js, qualify(namespace, row.subject), row.payload, row.msg_id, row.traceparent);
         }
         if (rows.length > 0) {
           await tx.execute(`update outbox_event set published_at = now() where id = any(string_to_array(?, ',')::bigint[])`, [

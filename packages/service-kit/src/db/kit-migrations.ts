@@ -28,4 +28,18 @@ export class Migration000Bus extends Migration {
   }
 }
 
-export const kitMigrations = [{ name: 'Migration000Bus', class: Migration000Bus }];
+/** The trace context of the transaction that wrote an event, so its publication joins that trace. */
+export class Migration000BusTrace extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`alter table "outbox_event" add column "traceparent" text`);
+  }
+
+  override async down(): Promise<void> {
+    this.addSql('alter table "outbox_event" drop column "traceparent"');
+  }
+}
+
+export const kitMigrations = [
+  { name: 'Migration000Bus', class: Migration000Bus },
+  { name: 'Migration000BusTrace', class: Migration000BusTrace },
+];

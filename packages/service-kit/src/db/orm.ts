@@ -2,6 +2,7 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM, type EntityClass } from '@mikro-orm/postgresql';
 import { kitMigrations } from './kit-migrations.ts';
+import { QuerySpanLogger } from './query-spans.ts';
 import { kitEntities } from '../bus/outbox-entities.ts';
 
 /** A service's migration, in the order it must run. */
@@ -45,6 +46,8 @@ export async function createOrm(opts: OrmOptions): Promise<MikroORM> {
     },
     schemaGenerator: { ignoreSchema: ['public'] },
     pool: { min: 0, max: opts.poolMax ?? 10 },
+    // Statements become spans (no text, no parameters); nothing is printed.
+    loggerFactory: () => new QuerySpanLogger(opts.schema),
     debug: false,
     allowGlobalContext: false,
   });

@@ -1,0 +1,40 @@
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Logger as OrmLogger, LogContext, LoggerNamespace } from '@mikro-orm/core';
+
+const tracer = () => trace.getTracer('@gw/service-kit/db');
+
+/**
+ * The ORM's logger, turned to telemetry: MikroORM reports every statement it ran (with its
+ * duration, in the statement's async context), and each becomes a CLIENT span of the active trace.
+ * Spans carry the operation and the schema, never the statement text or parameters (rows hold
+ * prompts and key hashes). The ORM's own chatter (discovery, schema) is dropped: services log
+ * what they did through their own logger.
+ */
+export class QuerySpanLogger implements OrmLogger {
+  readonly #schema: string;
+
+  constructor(schema: string) {
+    this.#schema = schema;
+  }
+
+  logQuery(context: LogContext): void {
+    if (context.namespace === 'slow-query' || !context.query) return;
+    const operation = /^\s*(\w+)/.exec(context.query)?.[1]?.toUpperCase() ?? 'QUERY';
+    const end = Date.now();
+    const span = tracer().startSpan(`${operation} ${this.#schema}`, {
+      kind: SpanKind.CLIENT,
+      startTime: end - (context.took ?? 0),
+      attributes: { 'db.system.name': 'postgresql', 'db.namespace': this.#schema, 'db.operation.name': operation },
+    });
+    if (context.level === 'error') span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end(end);
+  }
+
+  log(): void {}
+  error(): void {}
+  warn(): void {}
+  setDebugMode(): void {}
+  isEnabled(namespace: LoggerNamespace): boolean {
+    return namespace === 'query';
+  }
+}
