@@ -214,8 +214,7 @@ describe('transactional outbox and idempotent consumer (real Postgres, real JetS
       );
       root.end();
       await new OutboxRelay({ orm, nats: nc, namespace: ns, logger }).publishPending();
-      let handled: () => void = () => {};
-      const done = new Promise<void>((resolve) => (handled = resolve));
+      const { promise: done, resolve: handled } = Promise.withResolvers<void>();
       const stop = await consumeDurable({ nats: nc, namespace: ns, durable: 'test-traced', subject: 'thing.item.traced', logger, handle: async () => handled() });
       await done;
       await stop();
