@@ -1,13 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
- * Starts the whole gateway as real processes: the provider simulator, every gRPC service and the
- * edge gateway, in dependency order. Each child reports its bound address by writing a ready file,
- * so port 0 works and "ready" means "listening". Used by `pnpm start` and the end-to-end tests.
+ * Starts the whole gateway as real processes: the provider simulator, every gRPC service, the
+ * edge gateway and the account dashboard (console), in dependency order. Each child reports its
+ * bound address by writing a ready file, so port 0 works and "ready" means "listening". Used by `pnpm start` and the end-to-end tests.
  */
 
 export const ROOT = resolve(import.meta.dirname, '..');
@@ -29,9 +30,11 @@ export interface SystemOptions {
   providerTimeouts?: Record<string, number>;
   /** Per-service extra environment. */
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
+  /** Account dashboard port; 0 picks a free one. Default: 8081 with fixed ports, else free. */
+  consolePort?: number;
 }
 
-export type ServiceName = 'provider-simulator' | 'billing' | 'catalog' | 'text' | 'media' | 'video-jobs' | 'edge-gateway';
+export type ServiceName = 'provider-simulator' | 'billing' | 'catalog' | 'text' | 'media' | 'video-jobs' | 'edge-gateway' | 'console';
 
 const FIXED_PORTS: Record<ServiceName, number> = {
   'provider-simulator': 8090,
@@ -41,10 +44,11 @@ const FIXED_PORTS: Record<ServiceName, number> = {
   media: 50054,
   'video-jobs': 50055,
   'edge-gateway': 8080,
+  console: 8081,
 };
 
 /** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
-const STOP_ORDER: ServiceName[] = ['edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
+const STOP_ORDER: ServiceName[] = ['console', 'edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
 
 /**
  * The provider simulator as the four upstream providers, in the `PROVIDERS` format, plus a second
@@ -80,6 +84,10 @@ export interface RunningSystem {
   textAddr: string;
   mediaAddr: string;
   videoJobsAddr: string;
+  /** Account dashboard, e.g. http://127.0.0.1:8081 */
+  consoleUrl: string;
+  /** Bearer token of the dashboard's operator endpoint (`pnpm admin user create`), made per start. */
+  consoleAdminToken: string;
   services: Map<ServiceName, RunningService>;
   /** Stops one service (SIGTERM, then SIGKILL after the grace period) and resolves on exit. */
   stopService(name: ServiceName): Promise<void>;
@@ -196,6 +204,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     textAddr: '',
     mediaAddr: '',
     videoJobsAddr: '',
+    consoleUrl: '',
+    consoleAdminToken: randomBytes(32).toString('base64url'),
     services,
     async stopService(name) {
       const svc = services.get(name);
@@ -242,10 +252,23 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     grpc('text', { PROVIDERS: providers });
     grpc('media', { PROVIDERS: providers });
     grpc('video-jobs', { PROVIDERS: providers, BILLING_ADDR: system.billingAddr });
-    const [text, media, videoJobs] = await Promise.all([launch('text'), launch('media'), launch('video-jobs')]);
+    // The dashboard over plain http on loopback, hence cookies without `Secure`. Its session
+    // secret is new on every start (signed-in sessions end with the system).
+    const consoleSecret = randomBytes(32).toString('base64url');
+    specs.set('console', () => ({
+      CONSOLE_HOST: '127.0.0.1',
+      CONSOLE_PORT: String(opts.consolePort ?? port('console')),
+      BILLING_ADDR: system.billingAddr,
+      CATALOG_ADDR: system.catalogAddr,
+      SESSION_SECRET: consoleSecret,
+      CONSOLE_ADMIN_TOKEN: system.consoleAdminToken,
+      CONSOLE_INSECURE_COOKIES: 'true',
+    }));
+    const [text, media, videoJobs, consoleSvc] = await Promise.all([launch('text'), launch('media'), launch('video-jobs'), launch('console')]);
     system.textAddr = text.address;
     system.mediaAddr = media.address;
     system.videoJobsAddr = videoJobs.address;
+    system.consoleUrl = consoleSvc.address;
 
     specs.set('edge-gateway', () => ({
       GATEWAY_HOST: '127.0.0.1',

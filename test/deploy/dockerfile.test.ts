@@ -82,7 +82,7 @@ describe('deploy/Dockerfile', () => {
       const f = facts(name);
       expect(sourcePort(name), `port of services/${name} in its sources`).toBe(f.port);
       const env = stage(name)!.lines.filter((l) => l.startsWith('ENV ')).join(' ');
-      const hostVar = f.protocol === 'grpc' ? 'GRPC' : name === 'edge-gateway' ? 'GATEWAY' : 'SIM';
+      const hostVar = f.protocol === 'grpc' ? 'GRPC' : ({ 'edge-gateway': 'GATEWAY', console: 'CONSOLE' } as Record<string, string>)[name] ?? 'SIM';
       expect(env).toContain(`${hostVar}_HOST=0.0.0.0`);
       expect(env).toContain(`${hostVar}_PORT=${f.port}`);
     }

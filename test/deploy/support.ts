@@ -123,6 +123,7 @@ export function sourcePort(name: string): number | undefined {
   const patterns: Array<[string, RegExp]> = [
     ['main.ts', /defaultPort:\s*([\d_]+)/],
     ['config.ts', /GATEWAY_PORT:[^\n]*\.default\(([\d_]+)\)/],
+    ['config.ts', /CONSOLE_PORT:[^\n]*\.default\(([\d_]+)\)/],
     ['main.ts', /SIM_PORT\s*\?\?\s*([\d_]+)/],
   ];
   for (const [file, re] of patterns) {

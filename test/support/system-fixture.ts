@@ -48,7 +48,13 @@ export async function startTestSystem(extra: Partial<SystemOptions> = {}): Promi
 /** Runs `pnpm admin <args> --json` against the system and parses its one JSON object. */
 export async function admin(system: RunningSystem, ...args: string[]): Promise<Record<string, unknown>> {
   const { stdout } = await run(process.execPath, [join(ROOT, 'packages/admin-cli/src/main.ts'), ...args, '--json'], {
-    env: { ...process.env, BILLING_ADDR: system.billingAddr, CATALOG_ADDR: system.catalogAddr },
+    env: {
+      ...process.env,
+      BILLING_ADDR: system.billingAddr,
+      CATALOG_ADDR: system.catalogAddr,
+      CONSOLE_URL: system.consoleUrl,
+      CONSOLE_ADMIN_TOKEN: system.consoleAdminToken,
+    },
   });
   return JSON.parse(stdout) as Record<string, unknown>;
 }

@@ -5,11 +5,12 @@ import { accountCommands } from './commands/accounts.ts';
 import { billingOpsCommands } from './commands/billing-ops.ts';
 import { keyCommands } from './commands/keys.ts';
 import { modelCommands } from './commands/models.ts';
+import { userCommands } from './commands/users.ts';
 import { print, UsageError } from './output.ts';
 
 /**
- * `pnpm admin ...`: the operator CLI. It talks to the services over gRPC only, never to their
- * databases. Every command prints one JSON object with --json; failures print
+ * `pnpm admin ...`: the operator CLI. It talks to the services over gRPC (dashboard members: to
+ * the console's operator endpoint over HTTP), never to their databases. Every command prints one JSON object with --json; failures print
  * `{"error":{"code","message"}}` on stderr and exit non-zero.
  */
 async function run(fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean): Promise<void> {
@@ -33,4 +34,5 @@ accountCommands(program, run);
 keyCommands(program, run);
 modelCommands(program, run);
 billingOpsCommands(program, run);
+userCommands(program, run);
 await program.parseAsync(process.argv);

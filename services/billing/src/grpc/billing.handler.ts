@@ -1,4 +1,5 @@
 import type { billingV1, MethodsOf, ServiceImpl } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createAccount, getBalance, topUp } from '../domain/accounts.ts';
 import { createApiKey, listApiKeys, lookupApiKey, revokeApiKey } from '../domain/api-keys.ts';
@@ -9,9 +10,45 @@ import { listReconciliations, resolveReconciliation } from '../domain/reconcilia
 import type { RequestMoney } from '../domain/requests.ts';
 import { getSwitches, setSwitch } from '../domain/switches.ts';
 import { usageOfKey } from '../domain/usage.ts';
+import {
+  clearAccountKeyLimit,
+  keyDetails,
+  listKeyDetails,
+  revokeAccountKey,
+  setAccountKeyLimit,
+  setKeyExpiry,
+  type KeyDetailsRow,
+} from '../domain/account-keys.ts';
+import { getAccount } from '../domain/account-profile.ts';
+import { listLedger } from '../domain/ledger-history.ts';
+import { usageReport, type UsageGroup, type UsageSums } from '../domain/usage-report.ts';
 
 const ms = (d: Date | null | undefined): bigint => (d ? BigInt(new Date(d).getTime()) : 0n);
 const limits = (rows: KeyLimitRow[]) => rows.map((r) => ({ limitType: r.limit_type, period: r.period, value: BigInt(r.value) }));
+const details = (k: KeyDetailsRow) => ({
+  info: {
+    keyId: k.id,
+    accountId: k.account_id,
+    name: k.name,
+    prefix: k.prefix,
+    lastFour: k.last_four,
+    createdAtUnixMs: ms(k.created_at),
+    expiresAtUnixMs: ms(k.expires_at),
+    revokedAtUnixMs: ms(k.revoked_at),
+  },
+  lastUsedAtUnixMs: ms(k.last_used_at),
+  limits: limits(k.limits),
+});
+const sums = (s: UsageSums) => ({
+  requests: BigInt(s.requests),
+  inputTokens: BigInt(s.input_tokens),
+  outputTokens: BigInt(s.output_tokens),
+  totalTokens: BigInt(s.total_tokens),
+  images: BigInt(s.images),
+  videoSeconds: BigInt(s.video_seconds),
+  credits: BigInt(s.credits),
+});
+const GROUPS: Record<number, UsageGroup> = { 0: 'day', 1: 'day', 2: 'model', 3: 'key' };
 
 export interface BillingDeps {
   orm: MikroORM;
@@ -81,6 +118,53 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
       return {
         accounts: r.accounts,
         problems: r.problems.map((p) => ({ accountId: p.accountId, balance: p.balance, ledgerSum: p.ledgerSum, reason: p.reason })),
+      };
+    },
+    // Dashboard rpcs: each is scoped to the member's account (see domain/account-keys.ts).
+    getAccount: async (req) => {
+      const a = await getAccount(em(), req.accountId);
+      return { accountId: a.id, name: a.name, timeZone: a.time_zone, createdAtUnixMs: ms(a.created_at) };
+    },
+    listKeyDetails: async (req) => ({ keys: (await listKeyDetails(em(), req.accountId)).map(details) }),
+    getKeyDetails: async (req) => ({ key: details(await keyDetails(em(), req.accountId, req.keyId)) }),
+    revokeAccountKey: async (req) => ({ revokedAtUnixMs: ms(await revokeAccountKey(em(), req.accountId, req.keyId)) }),
+    setAccountKeyLimit: async (req) => ({
+      limits: limits(await setAccountKeyLimit(em(), req.accountId, req.keyId, req.limitType, req.period, req.value, deps.now())),
+    }),
+    clearAccountKeyLimit: async (req) => ({
+      limits: limits(await clearAccountKeyLimit(em(), req.accountId, req.keyId, req.limitType, req.period)),
+    }),
+    setKeyExpiry: async (req) => {
+      const expiresAt = req.expiresAtUnixMs > 0n ? new Date(Number(req.expiresAtUnixMs)) : null;
+      return { key: details(await setKeyExpiry(em(), req.accountId, req.keyId, expiresAt, deps.now())) };
+    },
+    usageReport: async (req) => {
+      const groupBy = GROUPS[req.groupBy];
+      if (!groupBy) throw new GatewayError('invalid_request', 'group_by is day, model or key.');
+      const r = await usageReport(em(), {
+        accountId: req.accountId,
+        keyId: req.keyId,
+        fromDate: req.fromDate,
+        toDate: req.toDate,
+        groupBy,
+        timeZone: req.timeZone,
+      });
+      return { rows: r.rows.map((row) => ({ group: row.grp, totals: sums(row) })), totals: sums(r.totals), timeZone: r.timeZone };
+    },
+    listLedger: async (req) => {
+      const page = await listLedger(em(), req.accountId, req.cursor, req.limit);
+      return {
+        items: page.items.map((e) => ({
+          entryId: e.id,
+          kind: e.kind,
+          amount: BigInt(e.amount),
+          balanceAfter: BigInt(e.balance_after),
+          createdAtUnixMs: ms(e.created_at),
+          keyId: e.key_id ?? '',
+          model: e.model ?? '',
+          reference: e.reference,
+        })),
+        nextCursor: page.nextCursor,
       };
     },
   };

@@ -1390,6 +1390,727 @@ export declare type LookupApiKeyResponse = Message<"gateway.billing.v1.LookupApi
 export declare const LookupApiKeyResponseSchema: GenMessage<LookupApiKeyResponse>;
 
 /**
+ * GetAccountRequest names the account.
+ *
+ * @generated from message gateway.billing.v1.GetAccountRequest
+ */
+export declare type GetAccountRequest = Message<"gateway.billing.v1.GetAccountRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.GetAccountRequest.
+ * Use `create(GetAccountRequestSchema)` to create a new message.
+ */
+export declare const GetAccountRequestSchema: GenMessage<GetAccountRequest>;
+
+/**
+ * GetAccountResponse describes the account.
+ *
+ * @generated from message gateway.billing.v1.GetAccountResponse
+ */
+export declare type GetAccountResponse = Message<"gateway.billing.v1.GetAccountResponse"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Display name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * IANA time zone of the account's calendar (per-key windows, usage days), e.g. `Asia/Ho_Chi_Minh`.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+
+  /**
+   * Creation time (unix ms).
+   *
+   * @generated from field: int64 created_at_unix_ms = 4;
+   */
+  createdAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.GetAccountResponse.
+ * Use `create(GetAccountResponseSchema)` to create a new message.
+ */
+export declare const GetAccountResponseSchema: GenMessage<GetAccountResponse>;
+
+/**
+ * KeyDetails is everything the key owner may see of a key after its creation.
+ *
+ * @generated from message gateway.billing.v1.KeyDetails
+ */
+export declare type KeyDetails = Message<"gateway.billing.v1.KeyDetails"> & {
+  /**
+   * The key's identity, names and times (no plaintext, no hash).
+   *
+   * @generated from field: gateway.billing.v1.ApiKeyInfo info = 1;
+   */
+  info?: ApiKeyInfo | undefined;
+
+  /**
+   * When the key last authorized a request (unix ms, about a minute's precision); 0 if never.
+   *
+   * @generated from field: int64 last_used_at_unix_ms = 2;
+   */
+  lastUsedAtUnixMs: bigint;
+
+  /**
+   * The key's limits.
+   *
+   * @generated from field: repeated gateway.billing.v1.KeyLimit limits = 3;
+   */
+  limits: KeyLimit[];
+};
+
+/**
+ * Describes the message gateway.billing.v1.KeyDetails.
+ * Use `create(KeyDetailsSchema)` to create a new message.
+ */
+export declare const KeyDetailsSchema: GenMessage<KeyDetails>;
+
+/**
+ * ListKeyDetailsRequest names the account.
+ *
+ * @generated from message gateway.billing.v1.ListKeyDetailsRequest
+ */
+export declare type ListKeyDetailsRequest = Message<"gateway.billing.v1.ListKeyDetailsRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListKeyDetailsRequest.
+ * Use `create(ListKeyDetailsRequestSchema)` to create a new message.
+ */
+export declare const ListKeyDetailsRequestSchema: GenMessage<ListKeyDetailsRequest>;
+
+/**
+ * ListKeyDetailsResponse lists the account's keys.
+ *
+ * @generated from message gateway.billing.v1.ListKeyDetailsResponse
+ */
+export declare type ListKeyDetailsResponse = Message<"gateway.billing.v1.ListKeyDetailsResponse"> & {
+  /**
+   * Keys, newest first.
+   *
+   * @generated from field: repeated gateway.billing.v1.KeyDetails keys = 1;
+   */
+  keys: KeyDetails[];
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListKeyDetailsResponse.
+ * Use `create(ListKeyDetailsResponseSchema)` to create a new message.
+ */
+export declare const ListKeyDetailsResponseSchema: GenMessage<ListKeyDetailsResponse>;
+
+/**
+ * GetKeyDetailsRequest names one key of an account.
+ *
+ * @generated from message gateway.billing.v1.GetKeyDetailsRequest
+ */
+export declare type GetKeyDetailsRequest = Message<"gateway.billing.v1.GetKeyDetailsRequest"> & {
+  /**
+   * Account the key must belong to.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Key id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.GetKeyDetailsRequest.
+ * Use `create(GetKeyDetailsRequestSchema)` to create a new message.
+ */
+export declare const GetKeyDetailsRequestSchema: GenMessage<GetKeyDetailsRequest>;
+
+/**
+ * GetKeyDetailsResponse carries the key.
+ *
+ * @generated from message gateway.billing.v1.GetKeyDetailsResponse
+ */
+export declare type GetKeyDetailsResponse = Message<"gateway.billing.v1.GetKeyDetailsResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: gateway.billing.v1.KeyDetails key = 1;
+   */
+  key?: KeyDetails | undefined;
+};
+
+/**
+ * Describes the message gateway.billing.v1.GetKeyDetailsResponse.
+ * Use `create(GetKeyDetailsResponseSchema)` to create a new message.
+ */
+export declare const GetKeyDetailsResponseSchema: GenMessage<GetKeyDetailsResponse>;
+
+/**
+ * RevokeAccountKeyRequest names one key of an account.
+ *
+ * @generated from message gateway.billing.v1.RevokeAccountKeyRequest
+ */
+export declare type RevokeAccountKeyRequest = Message<"gateway.billing.v1.RevokeAccountKeyRequest"> & {
+  /**
+   * Account the key must belong to.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Key id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.RevokeAccountKeyRequest.
+ * Use `create(RevokeAccountKeyRequestSchema)` to create a new message.
+ */
+export declare const RevokeAccountKeyRequestSchema: GenMessage<RevokeAccountKeyRequest>;
+
+/**
+ * RevokeAccountKeyResponse confirms the revocation.
+ *
+ * @generated from message gateway.billing.v1.RevokeAccountKeyResponse
+ */
+export declare type RevokeAccountKeyResponse = Message<"gateway.billing.v1.RevokeAccountKeyResponse"> & {
+  /**
+   * When the key was revoked (unix ms); the first revocation's time on a replay.
+   *
+   * @generated from field: int64 revoked_at_unix_ms = 1;
+   */
+  revokedAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.RevokeAccountKeyResponse.
+ * Use `create(RevokeAccountKeyResponseSchema)` to create a new message.
+ */
+export declare const RevokeAccountKeyResponseSchema: GenMessage<RevokeAccountKeyResponse>;
+
+/**
+ * SetAccountKeyLimitRequest sets one limit of a key of an account.
+ *
+ * @generated from message gateway.billing.v1.SetAccountKeyLimitRequest
+ */
+export declare type SetAccountKeyLimitRequest = Message<"gateway.billing.v1.SetAccountKeyLimitRequest"> & {
+  /**
+   * Account the key must belong to.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Key id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * `spending`, `requests` or `tokens`.
+   *
+   * @generated from field: string limit_type = 3;
+   */
+  limitType: string;
+
+  /**
+   * `daily`, `monthly` or `lifetime`.
+   *
+   * @generated from field: string period = 4;
+   */
+  period: string;
+
+  /**
+   * Limit value (credits, requests or tokens).
+   *
+   * @generated from field: int64 value = 5;
+   */
+  value: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.SetAccountKeyLimitRequest.
+ * Use `create(SetAccountKeyLimitRequestSchema)` to create a new message.
+ */
+export declare const SetAccountKeyLimitRequestSchema: GenMessage<SetAccountKeyLimitRequest>;
+
+/**
+ * SetAccountKeyLimitResponse lists the key's limits after the change.
+ *
+ * @generated from message gateway.billing.v1.SetAccountKeyLimitResponse
+ */
+export declare type SetAccountKeyLimitResponse = Message<"gateway.billing.v1.SetAccountKeyLimitResponse"> & {
+  /**
+   * All limits of the key.
+   *
+   * @generated from field: repeated gateway.billing.v1.KeyLimit limits = 1;
+   */
+  limits: KeyLimit[];
+};
+
+/**
+ * Describes the message gateway.billing.v1.SetAccountKeyLimitResponse.
+ * Use `create(SetAccountKeyLimitResponseSchema)` to create a new message.
+ */
+export declare const SetAccountKeyLimitResponseSchema: GenMessage<SetAccountKeyLimitResponse>;
+
+/**
+ * ClearAccountKeyLimitRequest removes one limit of a key of an account.
+ *
+ * @generated from message gateway.billing.v1.ClearAccountKeyLimitRequest
+ */
+export declare type ClearAccountKeyLimitRequest = Message<"gateway.billing.v1.ClearAccountKeyLimitRequest"> & {
+  /**
+   * Account the key must belong to.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Key id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * `spending`, `requests` or `tokens`.
+   *
+   * @generated from field: string limit_type = 3;
+   */
+  limitType: string;
+
+  /**
+   * `daily`, `monthly` or `lifetime`.
+   *
+   * @generated from field: string period = 4;
+   */
+  period: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ClearAccountKeyLimitRequest.
+ * Use `create(ClearAccountKeyLimitRequestSchema)` to create a new message.
+ */
+export declare const ClearAccountKeyLimitRequestSchema: GenMessage<ClearAccountKeyLimitRequest>;
+
+/**
+ * ClearAccountKeyLimitResponse lists the remaining limits.
+ *
+ * @generated from message gateway.billing.v1.ClearAccountKeyLimitResponse
+ */
+export declare type ClearAccountKeyLimitResponse = Message<"gateway.billing.v1.ClearAccountKeyLimitResponse"> & {
+  /**
+   * All limits of the key.
+   *
+   * @generated from field: repeated gateway.billing.v1.KeyLimit limits = 1;
+   */
+  limits: KeyLimit[];
+};
+
+/**
+ * Describes the message gateway.billing.v1.ClearAccountKeyLimitResponse.
+ * Use `create(ClearAccountKeyLimitResponseSchema)` to create a new message.
+ */
+export declare const ClearAccountKeyLimitResponseSchema: GenMessage<ClearAccountKeyLimitResponse>;
+
+/**
+ * SetKeyExpiryRequest sets or clears a key's expiry.
+ *
+ * @generated from message gateway.billing.v1.SetKeyExpiryRequest
+ */
+export declare type SetKeyExpiryRequest = Message<"gateway.billing.v1.SetKeyExpiryRequest"> & {
+  /**
+   * Account the key must belong to.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Key id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * New expiry (unix ms), in the future; 0 removes the expiry.
+   *
+   * @generated from field: int64 expires_at_unix_ms = 3;
+   */
+  expiresAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.SetKeyExpiryRequest.
+ * Use `create(SetKeyExpiryRequestSchema)` to create a new message.
+ */
+export declare const SetKeyExpiryRequestSchema: GenMessage<SetKeyExpiryRequest>;
+
+/**
+ * SetKeyExpiryResponse carries the key after the change.
+ *
+ * @generated from message gateway.billing.v1.SetKeyExpiryResponse
+ */
+export declare type SetKeyExpiryResponse = Message<"gateway.billing.v1.SetKeyExpiryResponse"> & {
+  /**
+   * The key.
+   *
+   * @generated from field: gateway.billing.v1.KeyDetails key = 1;
+   */
+  key?: KeyDetails | undefined;
+};
+
+/**
+ * Describes the message gateway.billing.v1.SetKeyExpiryResponse.
+ * Use `create(SetKeyExpiryResponseSchema)` to create a new message.
+ */
+export declare const SetKeyExpiryResponseSchema: GenMessage<SetKeyExpiryResponse>;
+
+/**
+ * UsageReportRequest selects the usage to aggregate.
+ *
+ * @generated from message gateway.billing.v1.UsageReportRequest
+ */
+export declare type UsageReportRequest = Message<"gateway.billing.v1.UsageReportRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Only this key of the account; empty for the whole account.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * First day of the period, `YYYY-MM-DD`, inclusive.
+   *
+   * @generated from field: string from_date = 3;
+   */
+  fromDate: string;
+
+  /**
+   * Last day of the period, `YYYY-MM-DD`, inclusive; at most 366 days after `from_date`.
+   *
+   * @generated from field: string to_date = 4;
+   */
+  toDate: string;
+
+  /**
+   * Aggregation dimension.
+   *
+   * @generated from field: gateway.billing.v1.UsageGroupBy group_by = 5;
+   */
+  groupBy: UsageGroupBy;
+
+  /**
+   * IANA time zone whose calendar days are used; empty for the account's.
+   *
+   * @generated from field: string time_zone = 6;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.UsageReportRequest.
+ * Use `create(UsageReportRequestSchema)` to create a new message.
+ */
+export declare const UsageReportRequestSchema: GenMessage<UsageReportRequest>;
+
+/**
+ * UsageTotals are sums over usage records.
+ *
+ * @generated from message gateway.billing.v1.UsageTotals
+ */
+export declare type UsageTotals = Message<"gateway.billing.v1.UsageTotals"> & {
+  /**
+   * Requests billed (settled), refunded ones included.
+   *
+   * @generated from field: int64 requests = 1;
+   */
+  requests: bigint;
+
+  /**
+   * Input tokens.
+   *
+   * @generated from field: int64 input_tokens = 2;
+   */
+  inputTokens: bigint;
+
+  /**
+   * Output tokens.
+   *
+   * @generated from field: int64 output_tokens = 3;
+   */
+  outputTokens: bigint;
+
+  /**
+   * Billable tokens (input, output and cache tokens).
+   *
+   * @generated from field: int64 total_tokens = 4;
+   */
+  totalTokens: bigint;
+
+  /**
+   * Images returned.
+   *
+   * @generated from field: int64 images = 5;
+   */
+  images: bigint;
+
+  /**
+   * Video seconds charged.
+   *
+   * @generated from field: int64 video_seconds = 6;
+   */
+  videoSeconds: bigint;
+
+  /**
+   * Credits charged, net of refunds.
+   *
+   * @generated from field: int64 credits = 7;
+   */
+  credits: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.UsageTotals.
+ * Use `create(UsageTotalsSchema)` to create a new message.
+ */
+export declare const UsageTotalsSchema: GenMessage<UsageTotals>;
+
+/**
+ * UsageRow is one group of a usage report.
+ *
+ * @generated from message gateway.billing.v1.UsageRow
+ */
+export declare type UsageRow = Message<"gateway.billing.v1.UsageRow"> & {
+  /**
+   * The group: a day `YYYY-MM-DD`, a model id or a key id.
+   *
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * Sums of the group.
+   *
+   * @generated from field: gateway.billing.v1.UsageTotals totals = 2;
+   */
+  totals?: UsageTotals | undefined;
+};
+
+/**
+ * Describes the message gateway.billing.v1.UsageRow.
+ * Use `create(UsageRowSchema)` to create a new message.
+ */
+export declare const UsageRowSchema: GenMessage<UsageRow>;
+
+/**
+ * UsageReportResponse carries the aggregated usage.
+ *
+ * @generated from message gateway.billing.v1.UsageReportResponse
+ */
+export declare type UsageReportResponse = Message<"gateway.billing.v1.UsageReportResponse"> & {
+  /**
+   * Groups: days in calendar order; models and keys by credits, highest first.
+   *
+   * @generated from field: repeated gateway.billing.v1.UsageRow rows = 1;
+   */
+  rows: UsageRow[];
+
+  /**
+   * Sums over the whole period.
+   *
+   * @generated from field: gateway.billing.v1.UsageTotals totals = 2;
+   */
+  totals?: UsageTotals | undefined;
+
+  /**
+   * The time zone the days were computed in.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.UsageReportResponse.
+ * Use `create(UsageReportResponseSchema)` to create a new message.
+ */
+export declare const UsageReportResponseSchema: GenMessage<UsageReportResponse>;
+
+/**
+ * ListLedgerRequest asks for one page of an account's ledger.
+ *
+ * @generated from message gateway.billing.v1.ListLedgerRequest
+ */
+export declare type ListLedgerRequest = Message<"gateway.billing.v1.ListLedgerRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Entries older than this cursor (a previous page's `next_cursor`); empty for the newest.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+
+  /**
+   * Page size, 1 to 200; default 50.
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListLedgerRequest.
+ * Use `create(ListLedgerRequestSchema)` to create a new message.
+ */
+export declare const ListLedgerRequestSchema: GenMessage<ListLedgerRequest>;
+
+/**
+ * LedgerItem is one movement of credits as the account owner sees it.
+ *
+ * @generated from message gateway.billing.v1.LedgerItem
+ */
+export declare type LedgerItem = Message<"gateway.billing.v1.LedgerItem"> & {
+  /**
+   * Ledger entry id (increasing with time).
+   *
+   * @generated from field: string entry_id = 1;
+   */
+  entryId: string;
+
+  /**
+   * `top_up`, `charge`, `hold` (a request in flight), `refund` or `adjustment`.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Signed change to the balance in credits.
+   *
+   * @generated from field: int64 amount = 3;
+   */
+  amount: bigint;
+
+  /**
+   * Wallet balance right after this entry; credits held for requests in flight are already
+   * deducted from it, as they are from the wallet.
+   *
+   * @generated from field: int64 balance_after = 4;
+   */
+  balanceAfter: bigint;
+
+  /**
+   * When (unix ms).
+   *
+   * @generated from field: int64 created_at_unix_ms = 5;
+   */
+  createdAtUnixMs: bigint;
+
+  /**
+   * Key that made the request, when there is one.
+   *
+   * @generated from field: string key_id = 6;
+   */
+  keyId: string;
+
+  /**
+   * Public model id of a request's charge, hold or refund.
+   *
+   * @generated from field: string model = 7;
+   */
+  model: string;
+
+  /**
+   * Request id of a charge, hold or refund; the caller's reference of a top-up.
+   *
+   * @generated from field: string reference = 8;
+   */
+  reference: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.LedgerItem.
+ * Use `create(LedgerItemSchema)` to create a new message.
+ */
+export declare const LedgerItemSchema: GenMessage<LedgerItem>;
+
+/**
+ * ListLedgerResponse is one page of the ledger.
+ *
+ * @generated from message gateway.billing.v1.ListLedgerResponse
+ */
+export declare type ListLedgerResponse = Message<"gateway.billing.v1.ListLedgerResponse"> & {
+  /**
+   * Entries, newest first.
+   *
+   * @generated from field: repeated gateway.billing.v1.LedgerItem items = 1;
+   */
+  items: LedgerItem[];
+
+  /**
+   * Cursor of the next (older) page; empty on the last page.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListLedgerResponse.
+ * Use `create(ListLedgerResponseSchema)` to create a new message.
+ */
+export declare const ListLedgerResponseSchema: GenMessage<ListLedgerResponse>;
+
+/**
  * BillingUnit is what a price applies to.
  *
  * @generated from enum gateway.billing.v1.BillingUnit
@@ -1428,6 +2149,46 @@ export enum BillingUnit {
  * Describes the enum gateway.billing.v1.BillingUnit.
  */
 export declare const BillingUnitSchema: GenEnum<BillingUnit>;
+
+/**
+ * UsageGroupBy is the dimension a usage report is aggregated by.
+ *
+ * @generated from enum gateway.billing.v1.UsageGroupBy
+ */
+export enum UsageGroupBy {
+  /**
+   * Not set: by day.
+   *
+   * @generated from enum value: USAGE_GROUP_BY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One row per calendar day of the period (days without use included, with zeros).
+   *
+   * @generated from enum value: USAGE_GROUP_BY_DAY = 1;
+   */
+  DAY = 1,
+
+  /**
+   * One row per public model id used.
+   *
+   * @generated from enum value: USAGE_GROUP_BY_MODEL = 2;
+   */
+  MODEL = 2,
+
+  /**
+   * One row per key used.
+   *
+   * @generated from enum value: USAGE_GROUP_BY_KEY = 3;
+   */
+  KEY = 3,
+}
+
+/**
+ * Describes the enum gateway.billing.v1.UsageGroupBy.
+ */
+export declare const UsageGroupBySchema: GenEnum<UsageGroupBy>;
 
 /**
  * Billing owns accounts, wallets, the credit ledger and API keys. It is the only service that
@@ -1651,6 +2412,100 @@ export declare const BillingService: GenService<{
     methodKind: "unary";
     input: typeof AuditLedgerRequestSchema;
     output: typeof AuditLedgerResponseSchema;
+  },
+  /**
+   * Reads an account's name and time zone.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.GetAccount
+   */
+  getAccount: {
+    methodKind: "unary";
+    input: typeof GetAccountRequestSchema;
+    output: typeof GetAccountResponseSchema;
+  },
+  /**
+   * Lists an account's keys with their last use and limits, newest first, never with plaintext.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.ListKeyDetails
+   */
+  listKeyDetails: {
+    methodKind: "unary";
+    input: typeof ListKeyDetailsRequestSchema;
+    output: typeof ListKeyDetailsResponseSchema;
+  },
+  /**
+   * Reads one key of the account with its last use and limits.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.GetKeyDetails
+   */
+  getKeyDetails: {
+    methodKind: "unary";
+    input: typeof GetKeyDetailsRequestSchema;
+    output: typeof GetKeyDetailsResponseSchema;
+  },
+  /**
+   * Revokes one key of the account, like RevokeApiKey (immediate, announced to every gateway).
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.RevokeAccountKey
+   */
+  revokeAccountKey: {
+    methodKind: "unary";
+    input: typeof RevokeAccountKeyRequestSchema;
+    output: typeof RevokeAccountKeyResponseSchema;
+  },
+  /**
+   * Sets (or replaces) one limit of a key of the account, like SetKeyLimit.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.SetAccountKeyLimit
+   */
+  setAccountKeyLimit: {
+    methodKind: "unary";
+    input: typeof SetAccountKeyLimitRequestSchema;
+    output: typeof SetAccountKeyLimitResponseSchema;
+  },
+  /**
+   * Removes one limit of a key of the account, like ClearKeyLimit.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.ClearAccountKeyLimit
+   */
+  clearAccountKeyLimit: {
+    methodKind: "unary";
+    input: typeof ClearAccountKeyLimitRequestSchema;
+    output: typeof ClearAccountKeyLimitResponseSchema;
+  },
+  /**
+   * Sets or clears the expiry of an active key of the account. A new expiry must be in the
+   * future; gateways that cached the key see the change within their key-cache lifetime.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.SetKeyExpiry
+   */
+  setKeyExpiry: {
+    methodKind: "unary";
+    input: typeof SetKeyExpiryRequestSchema;
+    output: typeof SetKeyExpiryResponseSchema;
+  },
+  /**
+   * Usage of the account (or one of its keys) over a period of calendar days, aggregated in the
+   * database by day, model or key. Days are those of the account's time zone unless the request
+   * names another zone.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.UsageReport
+   */
+  usageReport: {
+    methodKind: "unary";
+    input: typeof UsageReportRequestSchema;
+    output: typeof UsageReportResponseSchema;
+  },
+  /**
+   * The account's ledger, newest first, one page at a time. A request's hold and settlement are
+   * shown as one `charge` of what it really cost; a hold still open is shown as `hold`.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.ListLedger
+   */
+  listLedger: {
+    methodKind: "unary";
+    input: typeof ListLedgerRequestSchema;
+    output: typeof ListLedgerResponseSchema;
   },
 }>;
 

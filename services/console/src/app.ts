@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Sessions, ResolvedSession } from './auth/sessions.ts';
+import type { LoginThrottle } from './auth/throttle.ts';
+import type { Hmac } from './auth/secrets.ts';
+import type { BillingClient, CatalogClient } from './billing/clients.ts';
+import { registerAssets } from './http/assets.ts';
+import { cookieSettings, type CookieSettings } from './http/cookies.ts';
+import { registerErrorPages } from './http/error-pages.ts';
+import { registerSecurityHeaders } from './http/security-headers.ts';
+import type { Members } from './members/members.ts';
+import { accountRoutes } from './routes/account.routes.ts';
+import { adminRoutes } from './routes/admin.routes.ts';
+import { balanceRoutes } from './routes/balance.routes.ts';
+import { keysRoutes } from './routes/keys.routes.ts';
+import { loginRoutes } from './routes/login.routes.ts';
+import { requireMember } from './routes/member-guard.ts';
+import { usageRoutes } from './routes/usage.routes.ts';
+
+export interface ConsoleDeps {
+  billing: BillingClient;
+  catalog: CatalogClient;
+  sessions: Sessions;
+  throttle: LoginThrottle;
+  members: Members;
+  hmac: Hmac;
+  logger: FastifyBaseLogger;
+  /** Origin browsers use (config); undefined: the request's own scheme and Host. */
+  publicOrigin: string | undefined;
+  secureCookies: boolean;
+  /** Bearer token of `/internal/*`; undefined turns those routes off. */
+  adminToken: string | undefined;
+  trustProxy: boolean;
+  isReady: () => boolean;
+  now?: () => Date;
+}
+
+/** What every route plugin gets: the deps plus the derived cookie settings. */
+export interface RouteDeps extends ConsoleDeps {
+  cookies: CookieSettings;
+  now: () => Date;
+  /** The origin forms must come from, and links are built on. */
+  originOf: (request: { protocol: string; host: string }) => string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in member's session; set by the member guard on every member route. */
+    memberSession: ResolvedSession | null;
+  }
+}
+
+/** Largest request body: forms and the admin endpoint's JSON are tiny. */
+export const BODY_LIMIT = 16 * 1024;
+
+/** Builds the dashboard app. `main.ts` owns listening, telemetry and shutdown. */
+export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    // Our own access log below (route pattern only); Fastify's would log URLs with tokens.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    trustProxy: deps.trustProxy,
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+  });
+  const routeDeps: RouteDeps = {
+    ...deps,
+    cookies: cookieSettings(deps.secureCookies),
+    now: deps.now ?? (() => new Date()),
+    originOf: (request) => deps.publicOrigin ?? `${request.protocol}://${request.host}`,
+  };
+  app.decorateRequest('memberSession', null);
+  await app.register(fastifyCookie);
+  await app.register(fastifyFormbody, { bodyLimit: BODY_LIMIT });
+  registerSecurityHeaders(app);
+  registerErrorPages(app);
+
+  // Access log: route pattern only, never the URL (set-password tokens travel in the query).
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        member: request.memberSession?.member.memberId,
+      },
+      'request',
+    );
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => (deps.isReady() ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' })));
+  registerAssets(app);
+
+  await app.register(loginRoutes, routeDeps);
+  await app.register(adminRoutes, routeDeps);
+  // Everything else requires a session; state-changing requests also a CSRF token and our Origin.
+  await app.register(async (member) => {
+    requireMember(member, routeDeps);
+    member.get('/', async (_request, reply) => reply.redirect('/keys', 303));
+    await member.register(keysRoutes, routeDeps);
+    await member.register(usageRoutes, routeDeps);
+    await member.register(balanceRoutes, routeDeps);
+    await member.register(accountRoutes, routeDeps);
+  });
+  return app;
+}

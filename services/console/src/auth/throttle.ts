@@ -1,0 +1,93 @@
+import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
+import type { Hmac } from './secrets.ts';
+
+/**
+ * Login throttling, shared by every console replica through the database. Failed sign-ins are
+ * counted per e-mail address (whether or not it has an account, so the answer reveals nothing)
+ * and per client IP, in fixed windows. Reaching the limit locks that e-mail or IP for the lockout
+ * period; a locked attempt is refused before any password is checked. A success clears the
+ * e-mail's count, not the IP's (else one valid account would reset an attacker's IP budget).
+ */
+
+export interface ThrottlePolicy {
+  maxPerEmail: number;
+  maxPerIp: number;
+  windowMs: number;
+  lockoutMs: number;
+}
+
+export interface ThrottleVerdict {
+  locked: boolean;
+  /** Whole seconds until the lock ends (0 when not locked). */
+  retryAfterSeconds: number;
+}
+
+type Scope = 'email' | 'ip';
+
+export class LoginThrottle {
+  readonly #orm: MikroORM;
+  readonly #hmac: Hmac;
+  readonly #policy: ThrottlePolicy;
+  readonly #now: () => Date;
+
+  constructor(orm: MikroORM, hmac: Hmac, policy: ThrottlePolicy, now: () => Date = () => new Date()) {
+    this.#orm = orm;
+    this.#hmac = hmac;
+    this.#policy = policy;
+    this.#now = now;
+  }
+
+  #subject(scope: Scope, value: string): Buffer {
+    return this.#hmac.digest(`throttle-${scope}`, scope === 'email' ? value.trim().toLowerCase() : value);
+  }
+
+  async check(email: string, ip: string): Promise<ThrottleVerdict> {
+    const now = this.#now();
+    const rows = await this.#orm.em.fork().execute<{ locked_until: Date }[]>(
+      `select locked_until from login_throttle
+        where ((scope = 'email' and subject = ?) or (scope = 'ip' and subject = ?)) and locked_until > ?
+        order by locked_until desc limit 1`,
+      [this.#subject('email', email), this.#subject('ip', ip), now],
+    );
+    const until = rows[0]?.locked_until;
+    if (!until) return { locked: false, retryAfterSeconds: 0 };
+    return { locked: true, retryAfterSeconds: Math.max(1, Math.ceil((new Date(until).getTime() - now.getTime()) / 1000)) };
+  }
+
+  async recordFailure(email: string, ip: string): Promise<void> {
+    await this.#count('email', this.#subject('email', email), this.#policy.maxPerEmail);
+    await this.#count('ip', this.#subject('ip', ip), this.#policy.maxPerIp);
+  }
+
+  async recordSuccess(email: string): Promise<void> {
+    await this.#orm.em.fork().execute(`delete from login_throttle where scope = 'email' and subject = ?`, [this.#subject('email', email)]);
+  }
+
+  /** One failure, atomically: a window older than `windowMs` starts over; reaching `max` locks. */
+  async #count(scope: Scope, subject: Buffer, max: number): Promise<void> {
+    const now = this.#now();
+    const windowFloor = new Date(now.getTime() - this.#policy.windowMs);
+    const lockedUntil = new Date(now.getTime() + this.#policy.lockoutMs);
+    await this.#orm.em.fork().execute(
+      `insert into login_throttle as t (scope, subject, window_start, failures, locked_until)
+       values (?, ?, ?, 1, case when 1 >= ? then ?::timestamptz end)
+       on conflict (scope, subject) do update set
+         window_start = case when t.window_start <= ? then excluded.window_start else t.window_start end,
+         failures = case when t.window_start <= ? then 1 else t.failures + 1 end,
+         locked_until = case when (case when t.window_start <= ? then 1 else t.failures + 1 end) >= ?
+                             then ?::timestamptz else t.locked_until end`,
+      [scope, subject, now, max, lockedUntil, windowFloor, windowFloor, windowFloor, max, lockedUntil],
+    );
+  }
+
+  /** Deletes rows whose window and lock are both over (housekeeping). */
+  async sweep(): Promise<number> {
+    const now = this.#now();
+    const res = await this.#orm.em.fork().execute<QueryResult>(
+      'delete from login_throttle where window_start <= ? and (locked_until is null or locked_until <= ?)',
+      [new Date(now.getTime() - this.#policy.windowMs), now],
+      'run',
+    );
+    return res.affectedRows;
+  }
+}

@@ -1,0 +1,41 @@
+import { commonEnv, envBool, loadConfig } from '@gw/service-kit';
+import { z } from 'zod';
+
+const minutes = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const schema = z.object({
+  ...commonEnv,
+  CONSOLE_HOST: z.string().default('127.0.0.1'),
+  CONSOLE_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+  /**
+   * The origin browsers use to reach the console (e.g. `https://console.example.com`), for
+   * set-password links and the Origin check of every form. Unset: the request's own Host.
+   */
+  CONSOLE_PUBLIC_URL: z.url().optional(),
+  DATABASE_URL: z.string().min(1),
+  DB_POOL_MAX: z.coerce.number().int().positive().default(5),
+  MIGRATE_ON_START: envBool(true),
+  BILLING_ADDR: z.string().min(1),
+  CATALOG_ADDR: z.string().min(1),
+  /** Keys the HMACs of session ids, CSRF tokens, set-password tokens and throttle subjects. */
+  SESSION_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  /** Bearer token of the operator endpoint (`/internal/...`); unset turns that endpoint off. */
+  CONSOLE_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Only for local plain-http runs: drops the `Secure` cookie attribute. */
+  CONSOLE_INSECURE_COOKIES: envBool(false),
+  /** Behind a reverse proxy: take the client address from X-Forwarded-For (login throttling by IP). */
+  CONSOLE_TRUST_PROXY: envBool(false),
+  SESSION_IDLE_MINUTES: minutes(30),
+  SESSION_MAX_MINUTES: minutes(12 * 60),
+  SET_PASSWORD_TTL_MINUTES: minutes(72 * 60),
+  LOGIN_MAX_FAILURES_PER_EMAIL: z.coerce.number().int().positive().default(5),
+  LOGIN_MAX_FAILURES_PER_IP: z.coerce.number().int().positive().default(50),
+  LOGIN_WINDOW_MINUTES: minutes(15),
+  LOGIN_LOCKOUT_MINUTES: minutes(15),
+});
+
+export type ConsoleConfig = z.infer<typeof schema>;
+
+export function consoleConfig(env: NodeJS.ProcessEnv = process.env): ConsoleConfig {
+  return loadConfig(schema, env);
+}

@@ -1,0 +1,75 @@
+import { billingV1, catalogV1, createClient } from '@gw/contracts';
+import { createLogger, onShutdown, runMigrations, startTelemetry, writeReadyFile } from '@gw/service-kit';
+import { buildApp } from './app.ts';
+import { startHousekeeping } from './auth/housekeeping.ts';
+import { Hmac } from './auth/secrets.ts';
+import { Sessions } from './auth/sessions.ts';
+import { LoginThrottle } from './auth/throttle.ts';
+import { consoleConfig } from './config.ts';
+import { consoleOrm } from './db/orm.ts';
+import { Members } from './members/members.ts';
+
+const config = consoleConfig();
+const telemetry = startTelemetry({ serviceName: 'console', otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, metricsPort: config.METRICS_PORT });
+const logger = createLogger('console', config.LOG_LEVEL);
+process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+
+const orm = await consoleOrm(config.DATABASE_URL, undefined, config.DB_POOL_MAX);
+if (config.MIGRATE_ON_START) {
+  const applied = await runMigrations(orm);
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+}
+const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
+const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
+
+const minute = 60_000;
+const hmac = new Hmac(config.SESSION_SECRET);
+const sessions = new Sessions(orm, hmac, { idleMs: config.SESSION_IDLE_MINUTES * minute, maxMs: config.SESSION_MAX_MINUTES * minute });
+const throttle = new LoginThrottle(orm, hmac, {
+  maxPerEmail: config.LOGIN_MAX_FAILURES_PER_EMAIL,
+  maxPerIp: config.LOGIN_MAX_FAILURES_PER_IP,
+  windowMs: config.LOGIN_WINDOW_MINUTES * minute,
+  lockoutMs: config.LOGIN_LOCKOUT_MINUTES * minute,
+});
+const members = new Members(orm, hmac, sessions, config.SET_PASSWORD_TTL_MINUTES * minute);
+const stopHousekeeping = startHousekeeping(
+  { sessions: () => sessions.sweep(), throttle: () => throttle.sweep(), tokens: () => members.sweepTokens() },
+  10 * minute,
+  logger,
+);
+
+let ready = false;
+const app = await buildApp({
+  billing,
+  catalog,
+  sessions,
+  throttle,
+  members,
+  hmac,
+  logger,
+  publicOrigin: config.CONSOLE_PUBLIC_URL ? new URL(config.CONSOLE_PUBLIC_URL).origin : undefined,
+  secureCookies: !config.CONSOLE_INSECURE_COOKIES,
+  adminToken: config.CONSOLE_ADMIN_TOKEN,
+  trustProxy: config.CONSOLE_TRUST_PROXY,
+  isReady: () => ready,
+});
+if (config.CONSOLE_INSECURE_COOKIES) logger.warn('CONSOLE_INSECURE_COOKIES=true: cookies are sent over plain http (local use only)');
+const address = await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
+ready = true;
+const url = address.replace('[::1]', '127.0.0.1');
+logger.info({ url }, 'console listening');
+writeReadyFile(config.READY_FILE, url);
+
+onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
+  async () => {
+    ready = false; // readiness drops first so load balancers stop sending
+  },
+  () => app.close(),
+  () => stopHousekeeping(),
+  () => {
+    billing.close();
+    catalog.close();
+  },
+  () => orm.close(),
+  () => telemetry.shutdown(),
+]);

@@ -1,0 +1,190 @@
+import { randomUUID } from 'node:crypto';
+import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
+import { hashPassword, passwordProblem, verifyPassword } from '../auth/passwords.ts';
+import { randomToken, type Hmac } from '../auth/secrets.ts';
+import type { Sessions } from '../auth/sessions.ts';
+import { isUniqueViolation } from '../db/pg-errors.ts';
+
+/**
+ * Members of accounts: created by an operator (the console's admin endpoint), who hands the person
+ * a one-time set-password link; afterwards only the member knows the password.
+ */
+
+const EMAIL = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
+export const EMAIL_MAX = 254;
+
+/** The stored form of an e-mail address (trimmed, lower-cased), or null when it is not one. */
+export function normalizeEmail(raw: string): string | null {
+  const email = raw.trim().toLowerCase();
+  return email.length <= EMAIL_MAX && EMAIL.test(email) ? email : null;
+}
+
+export interface MemberRow {
+  id: string;
+  account_id: string;
+  email: string;
+  password_hash: string | null;
+  time_zone: string | null;
+}
+
+/** Why an operation on a member was refused, in words fit for the person or operator. */
+export class MemberError extends Error {
+  override name = 'MemberError';
+  readonly reason: 'invalid' | 'exists' | 'token';
+
+  constructor(reason: MemberError['reason'], message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+export class Members {
+  readonly #orm: MikroORM;
+  readonly #hmac: Hmac;
+  readonly #sessions: Sessions;
+  readonly #tokenTtlMs: number;
+  readonly #now: () => Date;
+
+  constructor(orm: MikroORM, hmac: Hmac, sessions: Sessions, tokenTtlMs: number, now: () => Date = () => new Date()) {
+    this.#orm = orm;
+    this.#hmac = hmac;
+    this.#sessions = sessions;
+    this.#tokenTtlMs = tokenTtlMs;
+    this.#now = now;
+  }
+
+  async byEmail(email: string): Promise<MemberRow | null> {
+    const normal = normalizeEmail(email);
+    if (!normal) return null;
+    const rows = await this.#orm.em.fork().execute<MemberRow[]>(
+      'select id, account_id, email, password_hash, time_zone from member where email = ?',
+      [normal],
+    );
+    return rows[0] ?? null;
+  }
+
+  async byId(id: string): Promise<MemberRow | null> {
+    const rows = await this.#orm.em.fork().execute<MemberRow[]>(
+      'select id, account_id, email, password_hash, time_zone from member where id = ?',
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Creates a member of an account (the caller checked the account exists). An address that
+   * already belongs to a member who never set a password gets a fresh link instead (the first
+   * may have expired); any other existing address is refused.
+   */
+  async create(accountId: string, rawEmail: string): Promise<{ memberId: string; created: boolean }> {
+    const email = normalizeEmail(rawEmail);
+    if (!email) throw new MemberError('invalid', 'That is not an e-mail address.');
+    const existing = await this.byEmail(email);
+    if (existing) {
+      if (existing.account_id === accountId && existing.password_hash === null) return { memberId: existing.id, created: false };
+      throw new MemberError('exists', 'A member with this e-mail address already exists.');
+    }
+    const id = randomUUID();
+    try {
+      await this.#orm.em.fork().execute('insert into member (id, account_id, email) values (?, ?, ?)', [id, accountId, email]);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new MemberError('exists', 'A member with this e-mail address already exists.');
+      throw err;
+    }
+    return { memberId: id, created: true };
+  }
+
+  /** A new one-time set-password token; earlier unused tokens of the member stop working. */
+  async issueSetPasswordToken(memberId: string): Promise<string> {
+    const token = randomToken();
+    const now = this.#now();
+    await this.#orm.em.fork().transactional(async (tx) => {
+      await tx.execute('delete from password_token where member_id = ? and used_at is null', [memberId]);
+      await tx.execute('insert into password_token (token_hash, member_id, created_at, expires_at) values (?, ?, ?, ?)', [
+        this.#hmac.digest('set-password', token),
+        memberId,
+        now,
+        new Date(now.getTime() + this.#tokenTtlMs),
+      ]);
+    });
+    return token;
+  }
+
+  /** The member a set-password token is for, when the token is unused and unexpired. */
+  async tokenMember(token: string): Promise<MemberRow | null> {
+    if (token.length === 0 || token.length > 128) return null;
+    const rows = await this.#orm.em.fork().execute<MemberRow[]>(
+      `select m.id, m.account_id, m.email, m.password_hash, m.time_zone
+         from password_token t join member m on m.id = t.member_id
+        where t.token_hash = ? and t.used_at is null and t.expires_at > ?`,
+      [this.#hmac.digest('set-password', token), this.#now()],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Sets the password through a one-time token. The token is spent in the same transaction
+   * (a second use finds it spent), and every session of the member ends.
+   */
+  async setPasswordWithToken(token: string, password: string): Promise<MemberRow> {
+    const member = await this.tokenMember(token);
+    if (!member) throw new MemberError('token', 'This link is invalid, used or expired. Ask your operator for a new one.');
+    const problem = passwordProblem(password, member.email);
+    if (problem) throw new MemberError('invalid', problem);
+    const hash = await hashPassword(password);
+    const now = this.#now();
+    const spent = await this.#orm.em.fork().transactional(async (tx) => {
+      const used = await tx.execute<{ member_id: string }[]>(
+        'update password_token set used_at = ? where token_hash = ? and used_at is null and expires_at > ? returning member_id',
+        [now, this.#hmac.digest('set-password', token), now],
+      );
+      if (used.length === 0) return false;
+      await tx.execute('update member set password_hash = ?, password_changed_at = ? where id = ?', [hash, now, member.id]);
+      return true;
+    });
+    if (!spent) throw new MemberError('token', 'This link is invalid, used or expired. Ask your operator for a new one.');
+    await this.#sessions.revokeAll(member.id);
+    return member;
+  }
+
+  /** Changes the password after checking the current one; other sessions of the member end. */
+  async changePassword(memberId: string, current: string, next: string, keepSession: Buffer): Promise<void> {
+    const member = await this.byId(memberId);
+    if (!member || !(await verifyPassword(member.password_hash, current))) {
+      throw new MemberError('invalid', 'The current password is not correct.');
+    }
+    const problem = passwordProblem(next, member.email);
+    if (problem) throw new MemberError('invalid', problem);
+    await this.#orm.em.fork().execute('update member set password_hash = ?, password_changed_at = ? where id = ?', [
+      await hashPassword(next),
+      this.#now(),
+      memberId,
+    ]);
+    await this.#sessions.revokeAll(memberId, keepSession);
+  }
+
+  /** Sets a generated password directly (the local launcher's demo member); returns it once. */
+  async setGeneratedPassword(memberId: string): Promise<string> {
+    const password = randomToken().slice(0, 24);
+    await this.#orm.em.fork().execute('update member set password_hash = ?, password_changed_at = ? where id = ?', [
+      await hashPassword(password),
+      this.#now(),
+      memberId,
+    ]);
+    await this.#orm.em.fork().execute('delete from password_token where member_id = ? and used_at is null', [memberId]);
+    return password;
+  }
+
+  /** Deletes spent and expired set-password tokens (housekeeping). */
+  async sweepTokens(): Promise<number> {
+    const res = await this.#orm.em
+      .fork()
+      .execute<QueryResult>('delete from password_token where used_at is not null or expires_at <= ?', [this.#now()], 'run');
+    return res.affectedRows;
+  }
+
+  /** The member's display time zone; null returns to the account's. */
+  async setTimeZone(memberId: string, timeZone: string | null): Promise<void> {
+    await this.#orm.em.fork().execute('update member set time_zone = ? where id = ?', [timeZone, memberId]);
+  }
+}

@@ -1,0 +1,67 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RouteDeps } from '../app.ts';
+import { PASSWORD_MAX } from '../auth/passwords.ts';
+import { formField } from '../http/forms.ts';
+import { MemberError } from '../members/members.ts';
+import { accountPage } from '../views/account.view.ts';
+import type { Notice } from '../views/layout.ts';
+import { isTimeZone, timeZoneChoices } from '../views/zoned-time.ts';
+import { noticeFrom, viewerFor } from './viewer.ts';
+
+export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  const show = async (request: FastifyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200) => {
+    const ctx = await viewerFor(request, deps);
+    return reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(
+        accountPage({
+          viewer: ctx.viewer,
+          accountTimeZone: ctx.accountTimeZone,
+          memberTimeZone: ctx.member.timeZone,
+          zones: timeZoneChoices(ctx.accountTimeZone),
+          notice,
+        }).value,
+      );
+  };
+
+  app.get('/account', async (request, reply) => show(request, reply, noticeFrom(request.query)));
+
+  app.post('/account/password', async (request, reply) => {
+    const session = request.memberSession!;
+    const current = formField(request.body, 'current', PASSWORD_MAX + 1);
+    const next = formField(request.body, 'password', PASSWORD_MAX + 1);
+    if (next !== formField(request.body, 'confirm', PASSWORD_MAX + 1)) {
+      return show(request, reply, { kind: 'error', text: 'The two new passwords differ.' }, 400);
+    }
+    try {
+      await deps.members.changePassword(session.member.memberId, current, next, session.idHash);
+    } catch (err) {
+      if (err instanceof MemberError) return show(request, reply, { kind: 'error', text: err.message }, 400);
+      throw err;
+    }
+    request.log.info({ member: session.member.memberId }, 'password changed');
+    return reply.redirect('/account?done=password-changed', 303);
+  });
+
+  app.post('/account/time-zone', async (request, reply) => {
+    const zone = formField(request.body, 'time_zone', 64);
+    if (zone !== '' && !isTimeZone(zone)) return show(request, reply, { kind: 'error', text: 'Choose a time zone from the list.' }, 400);
+    await deps.members.setTimeZone(request.memberSession!.member.memberId, zone === '' ? null : zone);
+    return reply.redirect('/account?done=time-zone-saved', 303);
+  });
+
+  app.post('/logout', async (request, reply) => {
+    await deps.sessions.revoke(request.memberSession!.idHash);
+    reply.clearCookie(deps.cookies.session, deps.cookies.options);
+    return reply.redirect('/login?done=logged-out', 303);
+  });
+
+  app.post('/account/logout-all', async (request, reply) => {
+    const { memberId } = request.memberSession!.member;
+    const ended = await deps.sessions.revokeAll(memberId);
+    request.log.info({ member: memberId, sessions: ended }, 'logged out everywhere');
+    reply.clearCookie(deps.cookies.session, deps.cookies.options);
+    return reply.redirect('/login?done=logged-out-everywhere', 303);
+  });
+}

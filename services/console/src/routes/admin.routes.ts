@@ -1,0 +1,67 @@
+import { GatewayError } from '@gw/errors';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { RouteDeps } from '../app.ts';
+import { safeEqual } from '../auth/secrets.ts';
+import { EMAIL_MAX, MemberError } from '../members/members.ts';
+
+const CreateMember = z.object({
+  account_id: z.string().max(64),
+  email: z.string().max(EMAIL_MAX),
+  /**
+   * Set a random password now and return it once, instead of a set-password link (the local
+   * launcher's demo member; an operator hands people links).
+   */
+  generate_password: z.boolean().optional(),
+});
+
+const fail = (code: string, message: string) => ({ error: { code, message } });
+
+/**
+ * The operator's endpoint (used by `pnpm admin user create`): members are created by operators
+ * only. It is not for browsers: a bearer token (CONSOLE_ADMIN_TOKEN) instead of a session, JSON
+ * in and out, and it is absent altogether when no token is configured. Deployments should not
+ * route `/internal/` from the internet.
+ */
+export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  const token = deps.adminToken;
+  if (!token) return;
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/internal/')) return;
+    const given = request.headers.authorization ?? '';
+    if (!given.startsWith('Bearer ') || !safeEqual(given.slice('Bearer '.length), token)) {
+      request.log.warn('admin endpoint: bad or missing token');
+      return reply.code(401).send(fail('auth_invalid', 'A valid admin token is required.'));
+    }
+  });
+
+  app.post('/internal/members', async (request, reply) => {
+    const parsed = CreateMember.safeParse(request.body);
+    if (!parsed.success) return reply.code(400).send(fail('invalid_request', 'Send {"account_id", "email"} as JSON.'));
+    const { account_id: accountId, email, generate_password: generate } = parsed.data;
+    try {
+      await deps.billing.getAccount({ accountId });
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'not_found') return reply.code(404).send(fail('not_found', 'No such account.'));
+      throw err;
+    }
+    let member;
+    try {
+      member = await deps.members.create(accountId, email);
+    } catch (err) {
+      if (!(err instanceof MemberError)) throw err;
+      return err.reason === 'exists'
+        ? reply.code(409).send(fail('duplicate_request', err.message))
+        : reply.code(400).send(fail('invalid_request', err.message));
+    }
+    request.log.info({ member: member.memberId, account: accountId, created: member.created }, 'member created by operator');
+    if (generate) {
+      const password = await deps.members.setGeneratedPassword(member.memberId);
+      return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, password });
+    }
+    const secret = await deps.members.issueSetPasswordToken(member.memberId);
+    const url = `${deps.originOf(request)}/set-password?token=${encodeURIComponent(secret)}`;
+    return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, set_password_url: url });
+  });
+}

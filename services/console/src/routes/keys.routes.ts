@@ -1,0 +1,133 @@
+import { GatewayError } from '@gw/errors';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RouteDeps } from '../app.ts';
+import { LIMIT_PERIODS, LIMIT_TYPES, toKeyView } from '../billing/key-view.ts';
+import { formField } from '../http/forms.ts';
+import { keyPage, keysPage, KEY_NAME_MAX, type CreateForm } from '../views/keys.view.ts';
+import type { Notice } from '../views/layout.ts';
+import { instantOfLocal } from '../views/zoned-time.ts';
+import { noticeFrom, viewerFor } from './viewer.ts';
+
+type KeyRequest = FastifyRequest<{ Params: { id: string } }>;
+
+const HTML = 'text/html; charset=utf-8';
+const LIMIT_VALUE = /^(0|[1-9][0-9]{0,14})$/;
+
+/** A key name is a label: control characters (line breaks, escapes) become spaces. */
+function cleanName(raw: string): string {
+  return [...raw].map((c) => (c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127 ? ' ' : c)).join('').trim();
+}
+
+/** A refusal from billing that the member can fix: shown on the page instead of an error page. */
+function fixable(err: unknown): Notice | null {
+  return err instanceof GatewayError && err.code === 'invalid_request' ? { kind: 'error', text: err.message } : null;
+}
+
+export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  const listPage = async (request: FastifyRequest, reply: FastifyReply, extra: { created?: { name: string; apiKey: string; keyId: string }; form?: CreateForm; notice?: Notice }, status = 200) => {
+    const ctx = await viewerFor(request, deps);
+    const { keys } = await deps.billing.listKeyDetails({ accountId: ctx.member.accountId });
+    const now = deps.now().getTime();
+    return reply
+      .code(status)
+      .type(HTML)
+      .send(keysPage({ viewer: ctx.viewer, keys: keys.map((k) => toKeyView(k, now)), ...extra }).value);
+  };
+
+  const detailPage = async (request: KeyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200) => {
+    const ctx = await viewerFor(request, deps);
+    const { key } = await deps.billing.getKeyDetails({ accountId: ctx.member.accountId, keyId: request.params.id });
+    const now = deps.now().getTime();
+    if (!key) throw new GatewayError('not_found', 'No such API key.');
+    return reply.code(status).type(HTML).send(keyPage({ viewer: ctx.viewer, key: toKeyView(key, now), nowMs: now, notice }).value);
+  };
+
+  /** Runs a change to a key; a fixable refusal re-renders the key page with the reason. */
+  const change = async (request: KeyRequest, reply: FastifyReply, done: string, action: (accountId: string) => Promise<unknown>) => {
+    try {
+      await action(request.memberSession!.member.accountId);
+    } catch (err) {
+      const notice = fixable(err);
+      if (!notice) throw err;
+      return detailPage(request, reply, notice, 400);
+    }
+    request.log.info({ member: request.memberSession!.member.memberId, key: request.params.id, action: done }, 'key changed');
+    return reply.redirect(`/keys/${encodeURIComponent(request.params.id)}?done=${done}`, 303);
+  };
+
+  app.get('/keys', async (request, reply) => {
+    const notice = noticeFrom(request.query);
+    return listPage(request, reply, notice ? { notice } : {});
+  });
+
+  app.post('/keys', async (request, reply) => {
+    const form: CreateForm = {
+      name: cleanName(formField(request.body, 'name', KEY_NAME_MAX)),
+      expires: formField(request.body, 'expires_at', 32),
+    };
+    const ctx = await viewerFor(request, deps);
+    let expiresAtUnixMs = 0n;
+    if (form.expires !== '') {
+      const at = instantOfLocal(form.expires, ctx.viewer.timeZone);
+      if (!at) return listPage(request, reply, { form, notice: { kind: 'error', text: 'The expiry is not a date and time.' } }, 400);
+      expiresAtUnixMs = BigInt(at.getTime());
+    }
+    let created;
+    try {
+      created = await deps.billing.createApiKey({ accountId: ctx.member.accountId, name: form.name, expiresAtUnixMs });
+    } catch (err) {
+      const notice = fixable(err);
+      if (!notice) throw err;
+      return listPage(request, reply, { form, notice }, 400);
+    }
+    request.log.info({ member: ctx.member.memberId, key: created.keyId }, 'key created');
+    // The plaintext goes into this response only (no-store, like every page), never into a redirect.
+    return listPage(request, reply, { created: { name: form.name, apiKey: created.apiKey, keyId: created.keyId } }, 201);
+  });
+
+  app.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => detailPage(request, reply, noticeFrom(request.query)));
+
+  app.post<{ Params: { id: string } }>('/keys/:id/revoke', async (request, reply) => {
+    if (formField(request.body, 'confirm', 8) !== 'yes') {
+      return detailPage(request, reply, { kind: 'error', text: 'Tick the box to confirm the revocation.' }, 400);
+    }
+    return change(request, reply, 'key-revoked', (accountId) => deps.billing.revokeAccountKey({ accountId, keyId: request.params.id }));
+  });
+
+  app.post<{ Params: { id: string } }>('/keys/:id/limits', async (request, reply) => {
+    const limitType = formField(request.body, 'limit_type', 16);
+    const period = formField(request.body, 'period', 16);
+    const value = formField(request.body, 'value', 16).trim();
+    if (!(LIMIT_TYPES as readonly string[]).includes(limitType) || !(LIMIT_PERIODS as readonly string[]).includes(period)) {
+      return detailPage(request, reply, { kind: 'error', text: 'Choose a limit and a period.' }, 400);
+    }
+    if (!LIMIT_VALUE.test(value)) {
+      return detailPage(request, reply, { kind: 'error', text: 'The value must be a whole number from 0 to 999,999,999,999,999.' }, 400);
+    }
+    return change(request, reply, 'limit-saved', (accountId) =>
+      deps.billing.setAccountKeyLimit({ accountId, keyId: request.params.id, limitType, period, value: BigInt(value) }),
+    );
+  });
+
+  app.post<{ Params: { id: string } }>('/keys/:id/limits/clear', async (request, reply) => {
+    const limitType = formField(request.body, 'limit_type', 16);
+    const period = formField(request.body, 'period', 16);
+    return change(request, reply, 'limit-removed', (accountId) =>
+      deps.billing.clearAccountKeyLimit({ accountId, keyId: request.params.id, limitType, period }),
+    );
+  });
+
+  app.post<{ Params: { id: string } }>('/keys/:id/expiry', async (request, reply) => {
+    const raw = formField(request.body, 'expires_at', 32);
+    let expiresAtUnixMs = 0n;
+    if (raw !== '') {
+      const ctx = await viewerFor(request, deps);
+      const at = instantOfLocal(raw, ctx.viewer.timeZone);
+      if (!at) return detailPage(request, reply, { kind: 'error', text: 'The expiry is not a date and time.' }, 400);
+      expiresAtUnixMs = BigInt(at.getTime());
+    }
+    return change(request, reply, expiresAtUnixMs === 0n ? 'expiry-removed' : 'expiry-saved', (accountId) =>
+      deps.billing.setKeyExpiry({ accountId, keyId: request.params.id, expiresAtUnixMs }),
+    );
+  });
+}

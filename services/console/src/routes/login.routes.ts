@@ -1,0 +1,120 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RouteDeps } from '../app.ts';
+import { csrfTokenValid, preSessionCsrfToken, sameOrigin } from '../auth/csrf.ts';
+import { PASSWORD_MAX, verifyPassword } from '../auth/passwords.ts';
+import { randomToken } from '../auth/secrets.ts';
+import { formField, queryParam } from '../http/forms.ts';
+import { EMAIL_MAX, MemberError } from '../members/members.ts';
+import { invalidLinkPage, loginPage, setPasswordPage } from '../views/auth.view.ts';
+import type { Notice } from '../views/layout.ts';
+import { safeNext } from './member-guard.ts';
+import { noticeFrom } from './viewer.ts';
+
+const HTML = 'text/html; charset=utf-8';
+const PRE_SESSION = /^[A-Za-z0-9_-]{43}$/;
+const BAD_LOGIN: Notice = { kind: 'error', text: 'The e-mail or password is not correct.' };
+const EXPIRED_FORM: Notice = { kind: 'error', text: 'The form had expired. Please try again.' };
+
+/**
+ * The pages open to everyone: sign in and set a password from a one-time link. Their forms are
+ * CSRF-protected too (a forged sign-in would put a victim into an attacker's account): the token
+ * is bound to a random pre-session cookie, and the Origin must be ours.
+ */
+export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  /** The pre-session cookie's value, set when missing. */
+  function preSession(request: FastifyRequest, reply: FastifyReply): string {
+    const existing = request.cookies[deps.cookies.preSession];
+    if (existing && PRE_SESSION.test(existing)) return existing;
+    const value = randomToken();
+    reply.setCookie(deps.cookies.preSession, value, deps.cookies.options);
+    return value;
+  }
+
+  function formGenuine(request: FastifyRequest): boolean {
+    const cookie = request.cookies[deps.cookies.preSession];
+    if (!cookie || !PRE_SESSION.test(cookie)) return false;
+    const submitted = formField(request.body, 'csrf_token', 128);
+    return (
+      csrfTokenValid(preSessionCsrfToken(deps.hmac, cookie), submitted) &&
+      sameOrigin(request.headers.origin, request.headers.referer, deps.originOf(request))
+    );
+  }
+
+  const showLogin = (request: FastifyRequest, reply: FastifyReply, status: number, opts: { email?: string; next?: string; notice?: Notice | undefined }) =>
+    reply
+      .code(status)
+      .type(HTML)
+      .send(loginPage({ csrf: preSessionCsrfToken(deps.hmac, preSession(request, reply)), ...opts }).value);
+
+  app.get('/login', async (request, reply) => {
+    const cookie = request.cookies[deps.cookies.session];
+    if (cookie && (await deps.sessions.resolve(cookie))) return reply.redirect('/keys', 303);
+    return showLogin(request, reply, 200, { next: safeNext(queryParam(request.query, 'next', 300)), notice: noticeFrom(request.query) });
+  });
+
+  app.post('/login', async (request, reply) => {
+    const email = formField(request.body, 'email', EMAIL_MAX + 1);
+    const password = formField(request.body, 'password', PASSWORD_MAX + 1);
+    const next = safeNext(formField(request.body, 'next', 300));
+    if (!formGenuine(request)) {
+      request.log.warn('sign-in refused: CSRF check failed');
+      return showLogin(request, reply, 403, { email, next, notice: EXPIRED_FORM });
+    }
+    const verdict = await deps.throttle.check(email, request.ip);
+    if (verdict.locked) {
+      reply.header('retry-after', String(verdict.retryAfterSeconds));
+      const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
+      return showLogin(request, reply, 429, {
+        email,
+        next,
+        notice: { kind: 'error', text: `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` },
+      });
+    }
+    const member = await deps.members.byEmail(email);
+    // Verified even for an unknown address (against a dummy hash): the time taken tells nothing.
+    const ok = await verifyPassword(member?.password_hash ?? null, password);
+    if (!ok || !member) {
+      await deps.throttle.recordFailure(email, request.ip);
+      request.log.info({ member: member?.id }, 'sign-in failed');
+      return showLogin(request, reply, 401, { email, next, notice: BAD_LOGIN });
+    }
+    await deps.throttle.recordSuccess(email);
+    // Always a new session id at sign-in: a planted cookie never becomes a signed-in session.
+    const { cookieValue } = await deps.sessions.create(member.id);
+    reply.setCookie(deps.cookies.session, cookieValue, deps.cookies.options);
+    reply.clearCookie(deps.cookies.preSession, deps.cookies.options);
+    request.log.info({ member: member.id }, 'signed in');
+    return reply.redirect(next || '/keys', 303);
+  });
+
+  app.get('/set-password', async (request, reply) => {
+    const token = queryParam(request.query, 'token', 128);
+    const member = await deps.members.tokenMember(token);
+    if (!member) return reply.code(400).type(HTML).send(invalidLinkPage().value);
+    const csrf = preSessionCsrfToken(deps.hmac, preSession(request, reply));
+    return reply.type(HTML).send(setPasswordPage({ csrf, token, email: member.email }).value);
+  });
+
+  app.post('/set-password', async (request, reply) => {
+    const token = formField(request.body, 'token', 128);
+    const password = formField(request.body, 'password', PASSWORD_MAX + 1);
+    const member = await deps.members.tokenMember(token);
+    if (!member) return reply.code(400).type(HTML).send(invalidLinkPage().value);
+    const again = (status: number, notice: Notice) =>
+      reply
+        .code(status)
+        .type(HTML)
+        .send(setPasswordPage({ csrf: preSessionCsrfToken(deps.hmac, preSession(request, reply)), token, email: member.email, notice }).value);
+    if (!formGenuine(request)) return again(403, EXPIRED_FORM);
+    if (password !== formField(request.body, 'confirm', PASSWORD_MAX + 1)) return again(400, { kind: 'error', text: 'The two passwords differ.' });
+    try {
+      await deps.members.setPasswordWithToken(token, password);
+    } catch (err) {
+      if (!(err instanceof MemberError)) throw err;
+      if (err.reason === 'token') return reply.code(400).type(HTML).send(invalidLinkPage().value);
+      return again(400, { kind: 'error', text: err.message });
+    }
+    request.log.info({ member: member.id }, 'password set from link');
+    return reply.redirect('/login?done=password-set', 303);
+  });
+}

@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import { csrfTokenValid, sameOrigin, sessionCsrfToken } from '../auth/csrf.ts';
+import type { RouteDeps } from '../app.ts';
+import { messagePage } from '../views/auth.view.ts';
+
+const READ_ONLY = new Set(['GET', 'HEAD']);
+/** Where a signed-out visitor may be sent back to after signing in: our own paths only. */
+const NEXT = /^\/(?:keys|usage|balance|account)(?:[/?][A-Za-z0-9\-._~/?=&%]*)?$/;
+
+export function safeNext(next: string): string {
+  return next.length <= 300 && NEXT.test(next) ? next : '';
+}
+
+/**
+ * Guards every route of the plugin it is installed in: a valid session or no entry (a page view
+ * is sent to sign in; anything else gets 401), and, for every state-changing request, the
+ * session's CSRF token and our own Origin. The account a route acts on is always the session's;
+ * no route takes an account id from the request.
+ */
+export function requireMember(app: FastifyInstance, deps: RouteDeps): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const cookie = request.cookies[deps.cookies.session];
+    const session = cookie ? await deps.sessions.resolve(cookie) : null;
+    if (!session) {
+      if (cookie) reply.clearCookie(deps.cookies.session, deps.cookies.options);
+      if (READ_ONLY.has(request.method)) {
+        const next = safeNext(request.url);
+        return reply.redirect(next ? `/login?next=${encodeURIComponent(next)}` : '/login', 303);
+      }
+      return reply.code(401).type('text/html; charset=utf-8').send(messagePage('Signed out', 'Your session has ended. Sign in again.').value);
+    }
+    request.memberSession = session;
+  });
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (READ_ONLY.has(request.method)) return;
+    const session = request.memberSession!;
+    const submitted = typeof request.body === 'object' && request.body !== null ? (request.body as Record<string, unknown>).csrf_token : undefined;
+    const tokenOk = csrfTokenValid(sessionCsrfToken(deps.hmac, session.idHash), submitted);
+    const originOk = sameOrigin(request.headers.origin, request.headers.referer, deps.originOf(request));
+    if (!tokenOk || !originOk) {
+      request.log.warn({ member: session.member.memberId, tokenOk, originOk }, 'state-changing request refused: CSRF check failed');
+      return reply
+        .code(403)
+        .type('text/html; charset=utf-8')
+        .send(messagePage('Form expired', 'This form has expired or did not come from this site. Reload the page and try again.').value);
+    }
+  });
+}

@@ -1,0 +1,49 @@
+import type { FastifyRequest } from 'fastify';
+import type { RouteDeps } from '../app.ts';
+import { sessionCsrfToken } from '../auth/csrf.ts';
+import type { SessionMember } from '../auth/sessions.ts';
+import type { Notice, Viewer } from '../views/layout.ts';
+
+export interface ViewerContext {
+  viewer: Viewer;
+  member: SessionMember;
+  /** The account's own zone (usage days and key windows); `viewer.timeZone` may differ. */
+  accountTimeZone: string;
+}
+
+/** Who is looking, from the session, with the account's name and zone from billing. */
+export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promise<ViewerContext> {
+  const session = request.memberSession!;
+  const { member } = session;
+  const account = await deps.billing.getAccount({ accountId: member.accountId });
+  return {
+    member,
+    accountTimeZone: account.timeZone,
+    viewer: {
+      email: member.email,
+      accountName: account.name,
+      accountId: account.accountId,
+      timeZone: member.timeZone ?? account.timeZone,
+      csrf: sessionCsrfToken(deps.hmac, session.idHash),
+    },
+  };
+}
+
+/** Confirmations shown after a redirect, by fixed code: nothing from the URL is ever echoed. */
+const NOTICES: Record<string, Notice> = {
+  'key-revoked': { kind: 'success', text: 'The key is revoked. Requests with it are refused from now on.' },
+  'limit-saved': { kind: 'success', text: 'The limit is saved.' },
+  'limit-removed': { kind: 'success', text: 'The limit is removed.' },
+  'expiry-saved': { kind: 'success', text: 'The expiry is saved.' },
+  'expiry-removed': { kind: 'success', text: 'The key no longer expires.' },
+  'password-changed': { kind: 'success', text: 'Your password is changed. Your other sessions have ended.' },
+  'time-zone-saved': { kind: 'success', text: 'The display time zone is saved.' },
+  'password-set': { kind: 'success', text: 'Your password is set. Sign in with it.' },
+  'logged-out': { kind: 'success', text: 'You are signed out.' },
+  'logged-out-everywhere': { kind: 'success', text: 'You are signed out on every device.' },
+};
+
+export function noticeFrom(query: unknown): Notice | undefined {
+  const code = typeof query === 'object' && query !== null ? (query as Record<string, unknown>).done : undefined;
+  return typeof code === 'string' ? NOTICES[code] : undefined;
+}

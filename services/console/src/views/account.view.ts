@@ -1,0 +1,58 @@
+import { PASSWORD_MAX, PASSWORD_MIN } from '../auth/passwords.ts';
+import { html, type SafeHtml } from './html.ts';
+import { csrfField, page, type Notice, type Viewer } from './layout.ts';
+
+export function accountPage(opts: {
+  viewer: Viewer;
+  accountTimeZone: string;
+  memberTimeZone: string | null;
+  zones: string[];
+  notice?: Notice | undefined;
+}): SafeHtml {
+  const { viewer } = opts;
+  const body = html`<h1>Account</h1>
+<dl class="key-facts">
+  <dt>Signed in as</dt><dd>${viewer.email}</dd>
+  <dt>Account</dt><dd>${viewer.accountName} <small class="muted">(${viewer.accountId})</small></dd>
+  <dt>Account time zone</dt><dd>${opts.accountTimeZone} <small class="muted">(key limit days and months follow it)</small></dd>
+</dl>
+
+<section aria-labelledby="password-heading">
+  <h2 id="password-heading">Change password</h2>
+  <form method="post" action="/account/password">
+    ${csrfField(viewer.csrf)}
+    <input type="text" name="username" autocomplete="username" value="${viewer.email}" hidden>
+    <label for="current">Current password</label>
+    <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX}">
+    <label for="new-password">New password</label>
+    <input id="new-password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="new-password-help">
+    <small id="new-password-help">At least ${PASSWORD_MIN} characters. Your other sessions end when it changes.</small>
+    <label for="confirm">Repeat the new password</label>
+    <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}">
+    <button type="submit">Change password</button>
+  </form>
+</section>
+
+<section aria-labelledby="tz-heading">
+  <h2 id="tz-heading">Display time zone</h2>
+  <form method="post" action="/account/time-zone">
+    ${csrfField(viewer.csrf)}
+    <label for="time-zone">Show times in</label>
+    <select id="time-zone" name="time_zone">
+      <option value=""${opts.memberTimeZone === null ? html` selected` : ''}>The account's time zone (${opts.accountTimeZone})</option>
+      ${opts.zones.map((z) => html`<option value="${z}"${z === opts.memberTimeZone ? html` selected` : ''}>${z}</option>`)}
+    </select>
+    <button type="submit">Save</button>
+  </form>
+</section>
+
+<section aria-labelledby="sessions-heading">
+  <h2 id="sessions-heading">Sessions</h2>
+  <p>Signs you out on every device and browser, this one included.</p>
+  <form method="post" action="/account/logout-all">
+    ${csrfField(viewer.csrf)}
+    <button type="submit" class="secondary">Log out everywhere</button>
+  </form>
+</section>`;
+  return page({ title: 'Account', path: '/account', viewer, notice: opts.notice, body });
+}

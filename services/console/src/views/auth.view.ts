@@ -1,0 +1,57 @@
+import { PASSWORD_MAX, PASSWORD_MIN } from '../auth/passwords.ts';
+import { EMAIL_MAX } from '../members/members.ts';
+import { html, type SafeHtml } from './html.ts';
+import { csrfField, publicPage, type Notice } from './layout.ts';
+
+export function loginPage(opts: { csrf: string; email?: string; next?: string; notice?: Notice | undefined }): SafeHtml {
+  return publicPage({
+    title: 'Sign in',
+    notice: opts.notice,
+    body: html`<h1>Sign in</h1>
+<p>Sign in to manage your account's API keys and see its usage and balance.</p>
+<form method="post" action="/login">
+  ${csrfField(opts.csrf)}
+  ${opts.next ? html`<input type="hidden" name="next" value="${opts.next}">` : ''}
+  <label for="email">E-mail</label>
+  <input id="email" name="email" type="email" autocomplete="username" required maxlength="${EMAIL_MAX}" value="${opts.email ?? ''}" autofocus>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX}">
+  <button type="submit">Sign in</button>
+</form>
+<p><small>No password yet, or forgot it? Ask your operator for a set-password link.</small></p>`,
+  });
+}
+
+export function setPasswordPage(opts: { csrf: string; token: string; email: string; notice?: Notice | undefined }): SafeHtml {
+  return publicPage({
+    title: 'Choose a password',
+    notice: opts.notice,
+    body: html`<h1>Choose a password</h1>
+<p>For <strong>${opts.email}</strong>. This link works once.</p>
+<form method="post" action="/set-password">
+  ${csrfField(opts.csrf)}
+  <input type="hidden" name="token" value="${opts.token}">
+  <input type="text" name="username" autocomplete="username" value="${opts.email}" hidden>
+  <label for="password">New password</label>
+  <input id="password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="password-help">
+  <small id="password-help">At least ${PASSWORD_MIN} characters. A long passphrase is best.</small>
+  <label for="confirm">Repeat the new password</label>
+  <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}">
+  <button type="submit">Set password</button>
+</form>`,
+  });
+}
+
+export function invalidLinkPage(): SafeHtml {
+  return publicPage({
+    title: 'Link not valid',
+    body: html`<h1>This link is not valid</h1>
+<p>Set-password links work once and expire. Ask your operator for a new one.</p>
+<p><a href="/login">Go to sign in</a></p>`,
+  });
+}
+
+/** Plain message page for errors outside the signed-in layout. */
+export function messagePage(title: string, text: string): SafeHtml {
+  return publicPage({ title, body: html`<h1>${title}</h1><p>${text}</p><p><a href="/keys">Back to the console</a></p>` });
+}

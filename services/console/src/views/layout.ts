@@ -1,0 +1,91 @@
+import { html, type HtmlValue, type SafeHtml } from './html.ts';
+
+/** What every signed-in page knows about who is looking. */
+export interface Viewer {
+  email: string;
+  accountName: string;
+  accountId: string;
+  /** The zone times are shown in. */
+  timeZone: string;
+  /** The session's CSRF token, put in every form. */
+  csrf: string;
+}
+
+export interface Notice {
+  kind: 'success' | 'error';
+  text: string;
+}
+
+const NAV = [
+  { href: '/keys', label: 'API keys' },
+  { href: '/usage', label: 'Usage' },
+  { href: '/balance', label: 'Balance' },
+  { href: '/account', label: 'Account' },
+];
+
+/** The hidden CSRF field every state-changing form carries. */
+export function csrfField(token: string): SafeHtml {
+  return html`<input type="hidden" name="csrf_token" value="${token}">`;
+}
+
+export function noticeBox(notice: Notice | undefined): SafeHtml {
+  if (!notice) return html``;
+  // Errors interrupt (alert); confirmations are announced politely (status).
+  return notice.kind === 'error'
+    ? html`<p class="notice notice-error" role="alert">${notice.text}</p>`
+    : html`<p class="notice notice-success" role="status">${notice.text}</p>`;
+}
+
+function document(title: string, header: SafeHtml, body: HtmlValue, footer: SafeHtml): SafeHtml {
+  return html`<!doctype html>
+<html lang="en" data-theme="light">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light">
+<title>${title} · Gateway console</title>
+<link rel="stylesheet" href="/assets/pico.min.css">
+<link rel="stylesheet" href="/assets/console.css">
+<script src="/assets/console.js" defer></script>
+</head>
+<body>
+<a class="skip-link" href="#main">Skip to main content</a>
+${header}
+<main id="main" class="container" tabindex="-1">
+${body}
+</main>
+${footer}
+</body>
+</html>`;
+}
+
+/** A page for a signed-in member: navigation, logout, and the account and time zone in the footer. */
+export function page(opts: { title: string; path: string; viewer: Viewer; notice?: Notice | undefined; body: HtmlValue }): SafeHtml {
+  const { viewer } = opts;
+  const header = html`<header class="container site-header">
+  <nav aria-label="Main">
+    <ul><li><a href="/keys" class="brand"><strong>Gateway console</strong></a></li></ul>
+    <ul>
+      ${NAV.map(
+        (n) => html`<li><a href="${n.href}"${opts.path === n.href ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
+      )}
+      <li>
+        <form method="post" action="/logout" class="inline-form">
+          ${csrfField(viewer.csrf)}
+          <button type="submit" class="secondary outline">Log out</button>
+        </form>
+      </li>
+    </ul>
+  </nav>
+</header>`;
+  const footer = html`<footer class="container site-footer">
+  <small>Signed in as ${viewer.email} · account ${viewer.accountName} · times in ${viewer.timeZone} · 1 credit = 1 VND</small>
+</footer>`;
+  return document(opts.title, header, [noticeBox(opts.notice), opts.body], footer);
+}
+
+/** A page for someone not signed in (login, set password, errors before login). */
+export function publicPage(opts: { title: string; notice?: Notice | undefined; body: HtmlValue }): SafeHtml {
+  const header = html`<header class="container site-header"><nav aria-label="Main"><ul><li><strong>Gateway console</strong></li></ul></nav></header>`;
+  return document(opts.title, header, html`<div class="narrow">${noticeBox(opts.notice)}${opts.body}</div>`, html``);
+}

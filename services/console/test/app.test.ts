@@ -1,0 +1,295 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '@gw/service-kit';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { Sessions } from '../src/auth/sessions.ts';
+import { LoginThrottle } from '../src/auth/throttle.ts';
+import { Members } from '../src/members/members.ts';
+import { InjectBrowser } from './browser.ts';
+import { FakeBilling, fakeCatalog, type FakeKey } from './fake-billing.ts';
+import { testHmac, testOrm } from './support.ts';
+
+const ORIGIN = 'https://console.test';
+const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
+const PASSWORD = 'a long enough passphrase';
+
+describe('console app (inject, real Postgres, billing faked)', () => {
+  let orm: MikroORM;
+  let app: FastifyInstance;
+  let sessions: Sessions;
+  const billing = new FakeBilling();
+  const accountA = randomUUID();
+  const accountB = randomUUID();
+  let keyA: FakeKey;
+  let keyB: FakeKey;
+
+  beforeAll(async () => {
+    orm = await testOrm();
+    const hmac = testHmac();
+    sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 });
+    billing.addAccount(accountA, 'Alpha');
+    billing.addAccount(accountB, 'Beta');
+    keyA = billing.addKey(accountA, 'alpha-prod');
+    keyB = billing.addKey(accountB, 'beta-prod');
+    app = await buildApp({
+      billing: billing.client(),
+      catalog: fakeCatalog(),
+      sessions,
+      throttle: new LoginThrottle(orm, hmac, { maxPerEmail: 5, maxPerIp: 100, windowMs: 15 * 60_000, lockoutMs: 15 * 60_000 }),
+      members: new Members(orm, hmac, sessions, 3600_000),
+      hmac,
+      logger: createLogger('console-test', 'silent'),
+      publicOrigin: ORIGIN,
+      secureCookies: true,
+      adminToken: ADMIN_TOKEN,
+      trustProxy: false,
+      isReady: () => true,
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await orm?.close();
+  });
+
+  const admin = (body: unknown, token = ADMIN_TOKEN) =>
+    app.inject({ method: 'POST', url: '/internal/members', headers: { authorization: `Bearer ${token}` }, payload: body as Record<string, unknown> });
+
+  /** A member made by the operator, password set through the one-time link, signed in. */
+  async function signedIn(accountId: string): Promise<{ browser: InjectBrowser; email: string }> {
+    const email = `m-${randomUUID()}@example.com`;
+    const created = await admin({ account_id: accountId, email });
+    expect(created.statusCode).toBe(201);
+    const link = new URL((created.json() as { set_password_url: string }).set_password_url);
+    expect(link.origin).toBe(ORIGIN);
+    const browser = new InjectBrowser(app, ORIGIN);
+    expect((await browser.get(`${link.pathname}${link.search}`)).statusCode).toBe(200);
+    const set = await browser.post('/set-password', { csrf_token: browser.csrf(), token: link.searchParams.get('token')!, password: PASSWORD, confirm: PASSWORD });
+    expect(set.statusCode).toBe(303);
+    await browser.get('/login');
+    const login = await browser.post('/login', { csrf_token: browser.csrf(), email, password: PASSWORD });
+    expect(login.statusCode).toBe(303);
+    expect(login.headers.location).toBe('/keys');
+    return { browser, email };
+  }
+
+  it('answers health and readiness without a session', async () => {
+    expect((await app.inject('/healthz')).json()).toEqual({ status: 'ok' });
+    expect((await app.inject('/readyz')).json()).toEqual({ status: 'ready' });
+  });
+
+  it('requires a session on every page and endpoint except sign-in and set-password', async () => {
+    const before = billing.calls.length;
+    const pages = ['/', '/keys', `/keys/${keyA.id}`, '/usage', '/usage.csv', '/balance', '/account'];
+    const seen = [];
+    for (const url of pages) {
+      const res = await app.inject(url);
+      seen.push([url, res.statusCode, String(res.headers.location).split('?')[0]]);
+    }
+    expect(seen).toEqual(pages.map((url) => [url, 303, '/login']));
+    const actions = ['/keys', `/keys/${keyA.id}/revoke`, `/keys/${keyA.id}/limits`, `/keys/${keyA.id}/limits/clear`, `/keys/${keyA.id}/expiry`,
+      '/account/password', '/account/time-zone', '/account/logout-all', '/logout'];
+    const refused = [];
+    for (const url of actions) {
+      const res = await app.inject({ method: 'POST', url, headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'confirm=yes' });
+      refused.push([url, res.statusCode]);
+    }
+    expect(refused).toEqual(actions.map((url) => [url, 401]));
+    expect(billing.calls.length).toBe(before);
+    expect((await app.inject('/login')).statusCode).toBe(200);
+    expect((await app.inject('/set-password?token=nope')).statusCode).toBe(400);
+  });
+
+  it('signs in with a secure, HTTP-only, SameSite=Lax __Host- session cookie and sends strict headers', async () => {
+    const email = `c-${randomUUID()}@example.com`;
+    const created = (await admin({ account_id: accountA, email })).json() as { set_password_url: string };
+    const link = new URL(created.set_password_url);
+    const browser = new InjectBrowser(app, ORIGIN);
+    await browser.get(`${link.pathname}${link.search}`);
+    await browser.post('/set-password', { csrf_token: browser.csrf(), token: link.searchParams.get('token')!, password: PASSWORD, confirm: PASSWORD });
+    await browser.get('/login');
+    const res = await browser.post('/login', { csrf_token: browser.csrf(), email, password: PASSWORD });
+    const cookie = [res.headers['set-cookie']].flat().find((c) => String(c).startsWith('__Host-gw_session='));
+    expect(cookie).toMatch(/; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    const page = await browser.get('/keys');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    expect(page.body).toContain('<main id="main"');
+  });
+
+  it('a set-password link works once', async () => {
+    const email = `once-${randomUUID()}@example.com`;
+    const link = new URL(((await admin({ account_id: accountA, email })).json() as { set_password_url: string }).set_password_url);
+    const browser = new InjectBrowser(app, ORIGIN);
+    await browser.get(`${link.pathname}${link.search}`);
+    const token = link.searchParams.get('token')!;
+    const csrf = browser.csrf();
+    expect((await browser.post('/set-password', { csrf_token: csrf, token, password: PASSWORD, confirm: PASSWORD })).statusCode).toBe(303);
+    expect((await browser.post('/set-password', { csrf_token: csrf, token, password: 'another long passphrase', confirm: 'another long passphrase' })).statusCode).toBe(400);
+    expect((await browser.get(`${link.pathname}${link.search}`)).statusCode).toBe(400);
+  });
+
+  it('refuses state-changing requests without the session CSRF token or from another origin', async () => {
+    const { browser } = await signedIn(accountA);
+    await browser.get(`/keys/${keyA.id}`);
+    const token = browser.csrf();
+    const before = billing.calls.filter((c) => c.method === 'revokeAccountKey').length;
+    expect((await browser.post(`/keys/${keyA.id}/revoke`, { confirm: 'yes' })).statusCode).toBe(403);
+    expect((await browser.post(`/keys/${keyA.id}/revoke`, { confirm: 'yes', csrf_token: 'forged' })).statusCode).toBe(403);
+    expect((await browser.post(`/keys/${keyA.id}/revoke`, { confirm: 'yes', csrf_token: token }, { origin: 'https://evil.example' })).statusCode).toBe(403);
+    expect((await browser.post(`/keys/${keyA.id}/revoke`, { confirm: 'yes', csrf_token: token }, {})).statusCode).toBe(403); // neither Origin nor Referer
+    // Another member's token does not pass for this session.
+    const other = await signedIn(accountA);
+    await other.browser.get('/keys');
+    expect((await browser.post(`/keys/${keyA.id}/revoke`, { confirm: 'yes', csrf_token: other.browser.csrf() })).statusCode).toBe(403);
+    expect(billing.calls.filter((c) => c.method === 'revokeAccountKey').length).toBe(before);
+    expect(keyA.revokedAt).toBe(0n);
+  });
+
+  it('a member never sees or acts on another account\'s keys, whatever the request says', async () => {
+    const { browser } = await signedIn(accountA);
+    const list = await browser.get('/keys');
+    expect(list.body).toContain('alpha-prod');
+    expect(list.body).not.toContain('beta-prod');
+    expect(list.body).not.toContain(keyB.id);
+    expect((await browser.get(`/keys/${keyB.id}`)).statusCode).toBe(404);
+    await browser.get('/keys');
+    const csrf = browser.csrf();
+    for (const [url, form] of [
+      [`/keys/${keyB.id}/revoke`, { confirm: 'yes' }],
+      [`/keys/${keyB.id}/limits`, { limit_type: 'spending', period: 'daily', value: '1' }],
+      [`/keys/${keyB.id}/limits/clear`, { limit_type: 'spending', period: 'daily' }],
+      [`/keys/${keyB.id}/expiry`, { expires_at: '2099-01-01T00:00' }],
+    ] as const) {
+      // An account id smuggled into the form changes nothing: routes use the session's account.
+      const res = await browser.post(url, { ...form, csrf_token: csrf, account_id: accountB });
+      expect([url, res.statusCode]).toEqual([url, 404]);
+    }
+    expect(keyB).toMatchObject({ revokedAt: 0n, expiresAt: 0n, limits: [] });
+    expect((await browser.get(`/usage?key=${keyB.id}`)).statusCode).toBe(404);
+    // Every billing call made for this member named account A.
+    const forB = billing.calls.filter((c) => c.accountId === accountB);
+    expect(forB).toEqual([]);
+  });
+
+  it('creates a key showing the plaintext once, then manages limits, expiry and revocation', async () => {
+    const { browser } = await signedIn(accountA);
+    await browser.get('/keys');
+    const created = await browser.post('/keys', { csrf_token: browser.csrf(), name: 'ci <b>bot</b>', expires_at: '' });
+    expect(created.statusCode).toBe(201);
+    expect(created.body).toContain('It will not be shown again');
+    expect(created.body).toContain('ci &lt;b&gt;bot&lt;/b&gt;'); // names are escaped
+    const plaintext = /value="(gwk_plaintext_[^"]+)"/.exec(created.body)?.[1];
+    expect(plaintext).toBeDefined();
+    const keyId = plaintext!.slice('gwk_plaintext_'.length);
+    expect((await browser.get('/keys')).body).not.toContain(plaintext!);
+
+    await browser.get(`/keys/${keyId}`);
+    let res = await browser.post(`/keys/${keyId}/limits`, { csrf_token: browser.csrf(), limit_type: 'spending', period: 'daily', value: '50000' });
+    expect(res.headers.location).toBe(`/keys/${keyId}?done=limit-saved`);
+    expect((await browser.get(`/keys/${keyId}`)).body).toContain('50,000');
+    res = await browser.post(`/keys/${keyId}/limits`, { csrf_token: browser.csrf(), limit_type: 'spending', period: 'daily', value: '-1' });
+    expect(res.statusCode).toBe(400);
+    res = await browser.post(`/keys/${keyId}/expiry`, { csrf_token: browser.csrf(), expires_at: '2000-01-01T00:00' });
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toContain('The expiry must be in the future.');
+    res = await browser.post(`/keys/${keyId}/expiry`, { csrf_token: browser.csrf(), expires_at: '2099-06-01T08:30' });
+    expect(res.statusCode).toBe(303);
+    // 08:30 in Asia/Ho_Chi_Minh (UTC+7) is 01:30 UTC.
+    expect(billing.keys.get(keyId)?.expiresAt).toBe(BigInt(Date.UTC(2099, 5, 1, 1, 30)));
+    res = await browser.post(`/keys/${keyId}/revoke`, { csrf_token: browser.csrf() });
+    expect(res.statusCode).toBe(400); // the confirmation box
+    res = await browser.post(`/keys/${keyId}/revoke`, { csrf_token: browser.csrf(), confirm: 'yes' });
+    expect(res.headers.location).toBe(`/keys/${keyId}?done=key-revoked`);
+    expect((await browser.get(`/keys/${keyId}`)).body).toContain('Revoked');
+  });
+
+  it('locks sign-in after 5 failures for that address, even with the right password then', async () => {
+    const { email } = await signedIn(accountA);
+    const browser = new InjectBrowser(app, ORIGIN);
+    await browser.get('/login');
+    for (let i = 0; i < 5; i++) {
+      const res = await browser.post('/login', { csrf_token: browser.csrf(), email, password: 'wrong password here' });
+      expect(res.statusCode).toBe(401);
+      expect(res.body).toContain('The e-mail or password is not correct.');
+    }
+    const locked = await browser.post('/login', { csrf_token: browser.csrf(), email, password: PASSWORD });
+    expect(locked.statusCode).toBe(429);
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+    // An unknown address reads exactly like a wrong password.
+    const unknown = await browser.post('/login', { csrf_token: browser.csrf(), email: 'nobody@example.com', password: PASSWORD });
+    expect(unknown.statusCode).toBe(401);
+  });
+
+  it('refuses a forged sign-in (no pre-session token, or another origin)', async () => {
+    const { email } = await signedIn(accountA);
+    const browser = new InjectBrowser(app, ORIGIN);
+    expect((await browser.post('/login', { email, password: PASSWORD })).statusCode).toBe(403);
+    await browser.get('/login');
+    expect((await browser.post('/login', { csrf_token: browser.csrf(), email, password: PASSWORD }, { origin: 'https://evil.example' })).statusCode).toBe(403);
+    expect(browser.cookies.has('__Host-gw_session')).toBe(false);
+  });
+
+  it('logout ends the session; a password change ends the others; "log out everywhere" ends all', async () => {
+    const { browser, email } = await signedIn(accountA);
+    const second = new InjectBrowser(app, ORIGIN);
+    await second.get('/login');
+    await second.post('/login', { csrf_token: second.csrf(), email, password: PASSWORD });
+    expect((await second.get('/keys')).statusCode).toBe(200);
+
+    await browser.get('/account');
+    const changed = await browser.post('/account/password', { csrf_token: browser.csrf(), current: PASSWORD, password: 'a brand new passphrase', confirm: 'a brand new passphrase' });
+    expect(changed.headers.location).toBe('/account?done=password-changed');
+    expect((await browser.get('/keys')).statusCode).toBe(200);
+    expect((await second.get('/keys')).statusCode).toBe(303);
+
+    await second.get('/login');
+    await second.post('/login', { csrf_token: second.csrf(), email, password: 'a brand new passphrase' });
+    await browser.get('/account');
+    expect((await browser.post('/account/logout-all', { csrf_token: browser.csrf() })).headers.location).toBe('/login?done=logged-out-everywhere');
+    expect((await browser.get('/keys')).statusCode).toBe(303);
+    expect((await second.get('/keys')).statusCode).toBe(303);
+
+    const third = new InjectBrowser(app, ORIGIN);
+    await third.get('/login');
+    await third.post('/login', { csrf_token: third.csrf(), email, password: 'a brand new passphrase' });
+    await third.get('/keys');
+    expect((await third.post('/logout', { csrf_token: third.csrf() })).headers.location).toBe('/login?done=logged-out');
+    expect((await third.get('/keys')).statusCode).toBe(303);
+  });
+
+  it('usage: page with chart and table, CSV with formulas defused; balance with history', async () => {
+    const { browser } = await signedIn(accountA);
+    const page = await browser.get(`/usage?from=2025-03-01&to=2025-03-07&group=day&key=${keyA.id}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('<svg id="usage-chart"');
+    expect(page.body).toContain('1,234');
+    const csv = await browser.get(`/usage.csv?from=2025-03-01&to=2025-03-07&group=model`);
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(csv.headers['content-disposition']).toBe('attachment; filename="usage-model-2025-03-01-to-2025-03-07.csv"');
+    expect(csv.body.split('\r\n')[0]).toBe('model,requests,input_tokens,output_tokens,total_tokens,images,video_seconds,credits,time_zone');
+    expect(csv.body).toContain(`"'=HYPERLINK(""x"")",2,10,20,30,0,0,1234,Asia/Ho_Chi_Minh`);
+    const bad = await browser.get('/usage?from=2025-02-30&to=nope');
+    expect(bad.statusCode).toBe(400);
+    const balance = await browser.get('/balance');
+    expect(balance.body).toContain('1,000,000');
+    expect(balance.body).toContain('\u22121,234');
+    expect(balance.body).toContain('998,766');
+  });
+
+  it('admin endpoint: token required, input checked, existing members refused', async () => {
+    expect((await admin({ account_id: accountA, email: 'x@example.com' }, 'wrong-token')).statusCode).toBe(401);
+    expect((await admin({ account_id: accountA })).statusCode).toBe(400);
+    expect((await admin({ account_id: randomUUID(), email: 'y@example.com' })).json()).toMatchObject({ error: { code: 'not_found' } });
+    expect((await admin({ account_id: accountA, email: 'not an address' })).statusCode).toBe(400);
+    const email = `dup-${randomUUID()}@example.com`;
+    expect((await admin({ account_id: accountA, email })).statusCode).toBe(201);
+    // No password set yet: a fresh link for the same account; another account cannot take it.
+    expect((await admin({ account_id: accountA, email: email.toUpperCase() })).statusCode).toBe(200);
+    expect((await admin({ account_id: accountB, email })).json()).toMatchObject({ error: { code: 'duplicate_request' } });
+  });
+});

@@ -1,0 +1,137 @@
+import { create } from '@bufbuild/protobuf';
+import { billingV1, catalogV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import type { BillingClient, CatalogClient } from '../src/billing/clients.ts';
+
+/**
+ * Billing as the console sees it, in memory, with the same ownership rule as the real one: a key
+ * of another account is `not_found`. Records every call, so tests can show which account a route
+ * acted for (always the session's) and that a refused request reached nothing.
+ */
+export interface FakeKey {
+  id: string;
+  accountId: string;
+  name: string;
+  revokedAt: bigint;
+  expiresAt: bigint;
+  limits: Array<{ limitType: string; period: string; value: bigint }>;
+}
+
+export class FakeBilling {
+  readonly calls: Array<{ method: string; accountId: string; keyId?: string }> = [];
+  readonly accounts = new Map<string, { name: string; timeZone: string; balance: bigint }>();
+  readonly keys = new Map<string, FakeKey>();
+  #next = 0;
+
+  addAccount(id: string, name: string): void {
+    this.accounts.set(id, { name, timeZone: 'Asia/Ho_Chi_Minh', balance: 1_000_000n });
+  }
+
+  addKey(accountId: string, name: string): FakeKey {
+    this.#next += 1;
+    const id = `00000000-0000-4000-8000-${String(this.#next).padStart(12, '0')}`;
+    const key: FakeKey = { id, accountId, name, revokedAt: 0n, expiresAt: 0n, limits: [] };
+    this.keys.set(id, key);
+    return key;
+  }
+
+  #account(accountId: string) {
+    const a = this.accounts.get(accountId);
+    if (!a) throw new GatewayError('not_found', 'No such account.');
+    return a;
+  }
+
+  #owned(accountId: string, keyId: string): FakeKey {
+    const k = this.keys.get(keyId);
+    if (!k || k.accountId !== accountId) throw new GatewayError('not_found', 'No such API key.');
+    return k;
+  }
+
+  #details(k: FakeKey) {
+    return create(billingV1.KeyDetailsSchema, {
+      info: { keyId: k.id, accountId: k.accountId, name: k.name, prefix: 'gwk_Test', lastFour: k.id.slice(-4), createdAtUnixMs: 1_740_000_000_000n, expiresAtUnixMs: k.expiresAt, revokedAtUnixMs: k.revokedAt },
+      limits: k.limits,
+    });
+  }
+
+  client(): BillingClient {
+    const record = (method: string, accountId: string, keyId?: string) => this.calls.push({ method, accountId, ...(keyId ? { keyId } : {}) });
+    const impl = {
+      getAccount: async (req: { accountId?: string }) => {
+        const a = this.#account(req.accountId ?? '');
+        return create(billingV1.GetAccountResponseSchema, { accountId: req.accountId ?? '', name: a.name, timeZone: a.timeZone });
+      },
+      getWallet: async (req: { accountId?: string }) => {
+        record('getWallet', req.accountId ?? '');
+        return create(billingV1.GetWalletResponseSchema, { balance: this.#account(req.accountId ?? '').balance });
+      },
+      listKeyDetails: async (req: { accountId?: string }) => {
+        record('listKeyDetails', req.accountId ?? '');
+        const keys = [...this.keys.values()].filter((k) => k.accountId === req.accountId).map((k) => this.#details(k));
+        return create(billingV1.ListKeyDetailsResponseSchema, { keys });
+      },
+      getKeyDetails: async (req: { accountId?: string; keyId?: string }) => {
+        record('getKeyDetails', req.accountId ?? '', req.keyId);
+        return create(billingV1.GetKeyDetailsResponseSchema, { key: this.#details(this.#owned(req.accountId ?? '', req.keyId ?? '')) });
+      },
+      createApiKey: async (req: { accountId?: string; name?: string }) => {
+        record('createApiKey', req.accountId ?? '');
+        const k = this.addKey(req.accountId ?? '', req.name ?? '');
+        return create(billingV1.CreateApiKeyResponseSchema, { keyId: k.id, apiKey: `gwk_plaintext_${k.id}` });
+      },
+      revokeAccountKey: async (req: { accountId?: string; keyId?: string }) => {
+        record('revokeAccountKey', req.accountId ?? '', req.keyId);
+        const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
+        k.revokedAt ||= 1_740_000_100_000n;
+        return create(billingV1.RevokeAccountKeyResponseSchema, { revokedAtUnixMs: k.revokedAt });
+      },
+      setAccountKeyLimit: async (req: { accountId?: string; keyId?: string; limitType?: string; period?: string; value?: bigint }) => {
+        record('setAccountKeyLimit', req.accountId ?? '', req.keyId);
+        const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
+        k.limits = [...k.limits.filter((l) => l.limitType !== req.limitType || l.period !== req.period), { limitType: req.limitType ?? '', period: req.period ?? '', value: req.value ?? 0n }];
+        return create(billingV1.SetAccountKeyLimitResponseSchema, { limits: k.limits });
+      },
+      clearAccountKeyLimit: async (req: { accountId?: string; keyId?: string; limitType?: string; period?: string }) => {
+        record('clearAccountKeyLimit', req.accountId ?? '', req.keyId);
+        const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
+        k.limits = k.limits.filter((l) => l.limitType !== req.limitType || l.period !== req.period);
+        return create(billingV1.ClearAccountKeyLimitResponseSchema, { limits: k.limits });
+      },
+      setKeyExpiry: async (req: { accountId?: string; keyId?: string; expiresAtUnixMs?: bigint }) => {
+        record('setKeyExpiry', req.accountId ?? '', req.keyId);
+        const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
+        if ((req.expiresAtUnixMs ?? 0n) !== 0n && (req.expiresAtUnixMs ?? 0n) < BigInt(Date.now())) throw new GatewayError('invalid_request', 'The expiry must be in the future.');
+        k.expiresAt = req.expiresAtUnixMs ?? 0n;
+        return create(billingV1.SetKeyExpiryResponseSchema, { key: this.#details(k) });
+      },
+      usageReport: async (req: { accountId?: string; keyId?: string; fromDate?: string }) => {
+        record('usageReport', req.accountId ?? '', req.keyId);
+        if (req.keyId) this.#owned(req.accountId ?? '', req.keyId);
+        const totals = { requests: 2n, inputTokens: 10n, outputTokens: 20n, totalTokens: 30n, credits: 1234n };
+        return create(billingV1.UsageReportResponseSchema, {
+          rows: [
+            { group: '=HYPERLINK("x")', totals },
+            { group: req.fromDate ?? '', totals: {} },
+          ],
+          totals,
+          timeZone: 'Asia/Ho_Chi_Minh',
+        });
+      },
+      listLedger: async (req: { accountId?: string }) => {
+        record('listLedger', req.accountId ?? '');
+        return create(billingV1.ListLedgerResponseSchema, {
+          items: [{ entryId: '2', kind: 'charge', amount: -1234n, balanceAfter: 998_766n, createdAtUnixMs: 1_740_000_000_000n, model: 'gpt-sim-mini', reference: 'req-1' }],
+          nextCursor: '',
+        });
+      },
+    };
+    return impl as unknown as BillingClient;
+  }
+}
+
+export function fakeCatalog(): CatalogClient {
+  const impl = {
+    listModels: async () => create(catalogV1.ListModelsResponseSchema, { models: [{ id: 'gpt-sim-mini', kind: catalogV1.ModelKind.TEXT }] }),
+  };
+  return impl as unknown as CatalogClient;
+}
