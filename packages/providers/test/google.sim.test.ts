@@ -98,6 +98,13 @@ describe('google: images', () => {
 });
 
 describe('google: Veo videos', () => {
+  it('cancels an operation upstream; cancelling one the provider no longer knows is not an error', async () => {
+    const { providerJobId } = await google.createVideo!({ model: 'veo-sim', prompt: 'waves', durationSeconds: 4, aspectRatio: '16:9' });
+    await google.cancelVideo!(providerJobId);
+    expect((await google.getVideo!(providerJobId)).failure?.reason).toBe('not_found');
+    await expect(google.cancelVideo!(providerJobId)).resolves.toBeUndefined();
+  });
+
   it('creates an operation, polls it and downloads the video with the key and Range', async () => {
     const frame = { bytes: tinyPng(), mimeType: 'image/png' };
     const { providerJobId } = await google.createVideo!({

@@ -5,7 +5,7 @@ import { countTokens } from './count-tokens.ts';
 import { generateContent } from './generate-content.ts';
 import { editImage, generateImages } from './images.ts';
 import { listModels } from './models.ts';
-import { createVideo, downloadVideo, getVideo } from './videos.ts';
+import { cancelVideo, createVideo, downloadVideo, getVideo } from './videos.ts';
 
 /** Gemini API: generateContent (text and images), token counting, the model list and Veo videos. */
 export function createGoogleAdapter(config: ProviderConfig, imageHosts: readonly string[]): ProviderAdapter {
@@ -25,6 +25,7 @@ export function createGoogleAdapter(config: ProviderConfig, imageHosts: readonly
     editImage: (req, opts) => editImage(ctx, req, opts),
     createVideo: (req, opts) => createVideo(ctx, req, opts),
     getVideo: (name, opts) => getVideo(ctx, name, opts),
+    cancelVideo: (name, opts) => cancelVideo(ctx, name, opts),
     downloadVideo: (name, contentRef, range, opts) => downloadVideo(ctx, name, contentRef, range, opts),
     close: () => ctx.http.close(),
   };

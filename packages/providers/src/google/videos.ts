@@ -79,6 +79,16 @@ export async function getVideo(ctx: ProviderContext, name: string, opts?: CallOp
   return answer['done'] === true ? finishedStatus(ctx, answer) : { state: 'running' };
 }
 
+/** `POST {base}/{operation}:cancel`: stops a long-running generation; an unknown one is already stopped. */
+export async function cancelVideo(ctx: ProviderContext, name: string, opts?: CallOptions): Promise<void> {
+  if (!isSafeOperationName(name)) return;
+  await ctx.http
+    .json({ method: 'POST', url: ctx.url(`${GOOGLE_PATHS.operation(name)}:cancel`), json: {}, timeoutMs: deadline(ctx, 'videoMs', opts), options: opts })
+    .catch((err: unknown) => {
+      if (!isUpstreamNotFound(err)) throw err;
+    });
+}
+
 /**
  * Streams the file behind the video URI (found again by polling when no `contentRef` is given). The
  * URI must be on the provider's own origin: the key goes with it, and nothing else may be fetched.

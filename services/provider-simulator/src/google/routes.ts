@@ -5,7 +5,7 @@ import { asObject } from '../json.ts';
 import { guardProvider } from '../scope.ts';
 import { countTokensHandler, generateContent, streamGenerateContent } from './generate.ts';
 import { getModel, listModels } from './models.ts';
-import { getFile, getOperation, predictLongRunning } from './videos.ts';
+import { cancelOperation, getFile, getOperation, predictLongRunning } from './videos.ts';
 
 /** `gemini-sim-flash:generateContent` → model and method (Google puts the method after a colon). */
 function splitModelAction(value: string): { model: string; action: string | undefined } {
@@ -55,6 +55,7 @@ export function googleRoutes(app: FastifyInstance, sim: Sim): void {
       scope.get<{ Params: { id: string } }>('/operations/:id', async (request, reply) =>
         getOperation(sim, request, reply, request.params.id),
       );
+      scope.post<{ Params: { id: string } }>('/operations/:id', async (request, reply) => cancelOperation(sim, reply, request.params.id));
       scope.get<{ Params: { model: string; id: string } }>('/models/:model/operations/:id', async (request, reply) =>
         getOperation(sim, request, reply, request.params.id),
       );

@@ -104,6 +104,15 @@ export async function getOperation(sim: Sim, request: FastifyRequest, reply: Fas
   return reply.send(operation(job, request));
 }
 
+/** POST operations/{id}:cancel stops the generation (the operation is gone afterwards); other actions are unknown. */
+export async function cancelOperation(sim: Sim, reply: FastifyReply, idAndAction: string): Promise<FastifyReply> {
+  const [id = '', action] = idAndAction.split(':');
+  if (action !== 'cancel') return notFound(reply, `Method ${action ?? '(none)'}`);
+  if (!sim.state.videos.get(id, 'google')) return notFound(reply, `Operation operations/${id}`);
+  sim.state.videos.delete(id);
+  return reply.send({});
+}
+
 /** GET files/{id}:download?alt=media streams the MP4 (with Range); without `:download`, file metadata. */
 export async function getFile(
   sim: Sim,
