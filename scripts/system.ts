@@ -172,6 +172,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       env: childEnv(opts, name, extra),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    spawned.add(child);
+    child.once('exit', () => spawned.delete(child));
     let logFile: string | undefined;
     if (opts.logs === 'inherit') {
       pipeLines(child.stdout!, `[${name}]`);
@@ -194,6 +196,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     return svc;
   }
   const extras: RunningService[] = [];
+  /** Every child still alive, ready or not: a start-up that fails stops the siblings it launched too. */
+  const spawned = new Set<ChildProcess>();
 
   const system: RunningSystem = {
     baseUrl: '',
@@ -231,6 +235,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
         const svc = services.get(name);
         if (svc) await stopChild(svc.child, 15_000);
       }
+      for (const child of spawned) await stopChild(child, 15_000);
       for (const s of logStreams) s.end();
       logStreams = [];
     },
