@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import type { TestProject } from 'vitest/node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { testNats, testPostgres } from './support/infrastructure.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,13 +16,11 @@ declare module 'vitest' {
   }
 }
 
-/** The server to create the run's database on: DATABASE_URL's server, else the local default. */
-function serverUrl(): URL {
-  return new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-}
-
 export default async function setup(project: TestProject) {
-  const admin = serverUrl();
+  // DATABASE_URL / NATS_URL, else the local servers, else containers where Docker exists.
+  const postgres = await testPostgres();
+  const nats = await testNats();
+  const admin = new URL(postgres.url);
   admin.pathname = '/postgres';
   const name = `gw_test_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
   const client = new Client({ connectionString: admin.toString() });
@@ -32,7 +31,7 @@ export default async function setup(project: TestProject) {
   const runUrl = new URL(admin);
   runUrl.pathname = `/${name}`;
   project.provide('databaseUrl', runUrl.toString());
-  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const natsUrl = nats.url;
   const eventsNamespace = name;
   project.provide('natsUrl', natsUrl);
   project.provide('eventsNamespace', eventsNamespace);
@@ -45,6 +44,8 @@ export default async function setup(project: TestProject) {
     const all = await c.query<{ datname: string }>('select datname from pg_database where datname = $1 or datname like $2', [name, `${name}\\_s%`]);
     for (const { datname } of all.rows) await c.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
     await c.end();
+    await nats.stop?.();
+    await postgres.stop?.();
   };
 }
 
