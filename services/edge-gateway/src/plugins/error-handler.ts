@@ -11,12 +11,15 @@ export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply 
   return reply.code(err.httpStatus).type('application/json').send(err.toBody());
 }
 
-/** Fastify's own client errors (bad JSON, too large, wrong content type, schema) as `invalid_request`. */
+/**
+ * Fastify's own client errors (bad JSON, too large, wrong content type, schema) as `invalid_request`.
+ * `bodyLimit` is the refusing route's own limit (media routes raise the default).
+ */
 function clientError(err: FastifyError, bodyLimit: number): GatewayError | null {
   if (err.validation) return new GatewayError('invalid_request', `Invalid request: ${err.message}`);
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new GatewayError('invalid_request', `The request body is larger than ${bodyLimit} bytes.`);
+      return new GatewayError('invalid_request', `The request body is larger than ${bodyLimit} bytes, more than any valid request.`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new GatewayError('invalid_request', 'The request body must be JSON (Content-Type: application/json).');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -42,7 +45,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): 
     if (err instanceof RpcError && err.grpcCode === status.DEADLINE_EXCEEDED) {
       return sendError(reply, new GatewayError('upstream_timeout', 'The provider did not answer in time. Nothing was charged.'));
     }
-    const asClient = clientError(err, bodyLimit);
+    const asClient = clientError(err, request.routeOptions.bodyLimit ?? bodyLimit);
     if (asClient) return sendError(reply, asClient);
     request.log.error({ err }, 'request failed unexpectedly');
     return sendError(reply, new GatewayError('upstream_error', 'The request could not be completed. It was not charged.'));

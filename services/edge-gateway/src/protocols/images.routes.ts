@@ -1,5 +1,5 @@
 import { GatewayError } from '@gw/errors';
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
@@ -28,14 +28,6 @@ function prepare(
  * serves a finished result again for 24 hours (the `job_id` of a `duplicate_request`).
  */
 export async function imagesRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  // These routes have limits of their own; the app-wide handler would name the default one.
-  app.setErrorHandler((err: FastifyError, request) => {
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      throw new GatewayError('invalid_request', `The request body is larger than ${request.routeOptions.bodyLimit} bytes, more than any valid request.`);
-    }
-    throw err;
-  });
-
   app.post('/images/generations', { bodyLimit: GENERATION_BODY_LIMIT, schema: ROUTE_DOCS['images/generations'] }, async (request) =>
     runImageJob(deps, request, prepare(deps, request, 'images/generations', parseGenerationBody)),
   );

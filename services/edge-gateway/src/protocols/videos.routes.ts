@@ -3,7 +3,7 @@ import { create } from '@bufbuild/protobuf';
 import { catalogV1, RpcError, type videoV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
@@ -24,14 +24,6 @@ type Params = { Params: { jobId: string } };
  * Polling and downloading are not: maintenance does not block them, and they never charge.
  */
 export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  // This route has a limit of its own; the app-wide handler would name the default one.
-  app.setErrorHandler((err: FastifyError, request) => {
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      throw new GatewayError('invalid_request', `The request body is larger than ${request.routeOptions.bodyLimit} bytes, more than any valid request.`);
-    }
-    throw err;
-  });
-
   app.post('/videos/generations', { bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request) => {
     deps.switches.assertGenerationAllowed();
     const key = idempotencyKeyOf(request.headers);
