@@ -16,7 +16,8 @@ export interface Infra {
   stop?: () => Promise<void>;
 }
 
-function portOpen(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+/** True when something accepts TCP connections on host:port. */
+export function portOpen(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((done) => {
     const socket = connect({ host, port });
     const finish = (ok: boolean) => {

@@ -1,22 +1,9 @@
-import { connect as tcpConnect } from 'node:net';
+import { portOpen as reachable } from '../../scripts/infra.ts';
 
 /** A server the test run uses, and how to stop it when the run started it. */
 export interface TestServer {
   url: string;
   stop?: () => Promise<unknown>;
-}
-
-function reachable(host: string, port: number, timeoutMs = 500): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = tcpConnect({ host, port });
-    const finish = (ok: boolean) => {
-      socket.destroy();
-      done(ok);
-    };
-    socket.setTimeout(timeoutMs, () => finish(false));
-    socket.once('connect', () => finish(true));
-    socket.once('error', () => finish(false));
-  });
 }
 
 /**
