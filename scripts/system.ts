@@ -128,7 +128,8 @@ function pipeLines(stream: NodeJS.ReadableStream, prefix: string): void {
   });
 }
 
-async function waitForReadyFile(file: string, child: ChildProcess, name: string, timeoutMs: number): Promise<string> {
+/** Resolves with what a child wrote to its ready file (its address) once it serves; fails if it exits first. */
+export async function waitForReadyFile(file: string, child: ChildProcess, name: string, timeoutMs: number): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -143,7 +144,8 @@ async function waitForReadyFile(file: string, child: ChildProcess, name: string,
   throw new Error(`${name} was not ready within ${timeoutMs} ms`);
 }
 
-function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
+export function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((done) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);

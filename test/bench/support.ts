@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { ROOT } from '../../scripts/system.ts';
+import { ROOT, stopChild, waitForReadyFile } from '../../scripts/system.ts';
 
 /** Benchmarks run in a database of their own, dropped at the end. */
 export async function scratchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -37,21 +36,8 @@ export async function startService(name: string, env: Record<string, string>): P
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', READY_FILE: ready, GRPC_PORT: '0', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  for (let i = 0; i < 600 && !existsSync(ready); i++) {
-    if (child.exitCode !== null) throw new Error(`${name} exited during start-up`);
-    await sleep(50);
-  }
-  const address = readFileSync(ready, 'utf8').trim();
-  return {
-    address,
-    child,
-    stop: () =>
-      new Promise((done) => {
-        if (child.exitCode !== null) return done();
-        child.once('exit', () => done());
-        child.kill('SIGTERM');
-      }),
-  };
+  const address = await waitForReadyFile(ready, child, name, 30_000);
+  return { address, child, stop: () => stopChild(child, 15_000) };
 }
 
 export interface RunResult {
