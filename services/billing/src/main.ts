@@ -47,6 +47,7 @@ await runGrpcService({
           money,
           rateDefaults,
           now,
+          onUnexpectedError: (err, method) => logger.error({ err, method }, 'exchange call failed unexpectedly'),
         }),
       ],
     ];

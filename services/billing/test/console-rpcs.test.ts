@@ -12,7 +12,7 @@ import { account, billingOrm, expectAuditClean } from './support.ts';
 
 const { IMAGE, MILLION_TOKENS, SECOND } = billingV1.BillingUnit;
 const { DAY, MODEL, KEY } = billingV1.UsageGroupBy;
-const ctx: CallContext = { metadata: new grpc.Metadata(), signal: new AbortController().signal, deadline: Infinity };
+const ctx: CallContext = { metadata: new grpc.Metadata(), signal: new AbortController().signal, deadline: Infinity, draining: new AbortController().signal };
 
 async function refusal(p: Promise<unknown>): Promise<GatewayError> {
   const err = await p.then(

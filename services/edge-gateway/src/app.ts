@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { billingV1, catalogV1, mediaV1, MethodsOf, ServiceClient, textV1, videoV1 } from '@gw/contracts';
+import type { billingV1, catalogV1, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
 import { context } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
@@ -16,6 +16,8 @@ import type { SwitchState } from './state/switches.ts';
 
 export interface GatewayDeps {
   billing: ServiceClient<MethodsOf<typeof billingV1.BillingService>>;
+  /** Authorize, settle and release of every billed request, over billing's exchange stream. */
+  money: MoneyCalls;
   catalog: ServiceClient<MethodsOf<typeof catalogV1.CatalogService>>;
   text: ServiceClient<MethodsOf<typeof textV1.TextService>>;
   media: ServiceClient<MethodsOf<typeof mediaV1.MediaService>>;

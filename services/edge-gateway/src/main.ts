@@ -1,5 +1,5 @@
 import { fromBinary } from '@bufbuild/protobuf';
-import { billingV1, catalogV1, createClient, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
+import { billingV1, catalogV1, createClient, createMoneyExchange, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
 import { connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
@@ -17,6 +17,7 @@ const telemetry = startTelemetry({
 const logger = createLogger('edge-gateway', config.LOG_LEVEL);
 
 const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
+const money = createMoneyExchange(config.BILLING_ADDR);
 const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
 const text = createClient(textV1.TextService, config.TEXT_ADDR);
 // Up to four images of up to 8 MB each come back in one answer.
@@ -58,6 +59,7 @@ safetyNet.unref();
 let ready = false;
 const app = await buildApp({
   billing,
+  money,
   catalog,
   text,
   media,
@@ -86,7 +88,7 @@ onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
     await nats.drain();
   },
   async () => {
-    for (const client of [billing, catalog, text, media, videoJobs]) client.close();
+    for (const client of [money, billing, catalog, text, media, videoJobs]) client.close();
   },
   () => telemetry.shutdown(),
 ]);

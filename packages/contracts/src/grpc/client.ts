@@ -41,6 +41,15 @@ export function createClient<S extends GenServiceMethods>(
     const serialize = serializer(method.input);
     const deserialize = deserializer(method.output);
 
+    if (method.methodKind === 'bidi_streaming') {
+      client[method.localName] = () => {
+        const metadata = new grpc.Metadata();
+        metadata.setOptions({ waitForReady: true });
+        return channel.makeBidiStreamRequest(path, serialize, deserialize, metadata);
+      };
+      continue;
+    }
+
     if (method.methodKind === 'server_streaming') {
       client[method.localName] = async function* (req: unknown, call: CallOptions = {}) {
         const metadata = new grpc.Metadata();

@@ -15,15 +15,32 @@ export interface AddServiceOptions {
 
 type UnaryFn = (req: unknown, ctx: CallContext) => Promise<unknown>;
 type StreamFn = (req: unknown, ctx: CallContext) => AsyncIterable<unknown>;
+type BidiFn = (call: grpc.ServerDuplexStream<unknown, unknown>, ctx: CallContext) => Promise<void>;
 
-function callContext(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): CallContext {
+/** Per server: aborted by `shutdownServer` before it waits for calls, so long-lived calls wind up. */
+const drains = new WeakMap<grpc.Server, AbortController>();
+
+function drainOf(server: grpc.Server): AbortController {
+  let drain = drains.get(server);
+  if (!drain) {
+    drain = new AbortController();
+    drains.set(server, drain);
+  }
+  return drain;
+}
+
+function callContext(
+  call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
+  draining: AbortSignal,
+): CallContext {
   const controller = new AbortController();
-  call.once('cancelled', () => controller.abort());
+  (call as grpc.ServerUnaryCall<unknown, unknown>).once('cancelled', () => controller.abort());
   const deadline = call.getDeadline();
   return {
     metadata: call.metadata,
     signal: controller.signal,
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
+    draining,
   };
 }
 
@@ -42,16 +59,18 @@ export function addService<S extends GenServiceMethods>(
   const report = (err: unknown, path: string) => {
     if (!(err instanceof GatewayError)) opts.onUnexpectedError?.(err, path);
   };
+  const draining = drainOf(server).signal;
 
   for (const method of service.methods as DescMethod[]) {
     const path = `/${service.typeName}/${method.name}`;
     const streaming = method.methodKind === 'server_streaming';
-    if (method.methodKind !== 'unary' && !streaming) throw new Error(`${path}: only unary and server-streaming rpcs are supported`);
+    const bidi = method.methodKind === 'bidi_streaming';
+    if (method.methodKind === 'client_streaming') throw new Error(`${path}: client-streaming rpcs are not supported`);
     definition[method.localName] = {
       path,
       originalName: method.localName,
-      requestStream: false,
-      responseStream: streaming,
+      requestStream: bidi,
+      responseStream: streaming || bidi,
       requestSerialize: serializer(method.input) as grpc.serialize<unknown>,
       requestDeserialize: deserializer(method.input),
       responseSerialize: serializer(method.output) as grpc.serialize<unknown>,
@@ -60,9 +79,26 @@ export function addService<S extends GenServiceMethods>(
     const fn = (impl as Record<string, unknown>)[method.localName];
     if (typeof fn !== 'function') throw new Error(`${path}: no handler`);
 
+    if (bidi) {
+      // No span for the stream itself: it lives as long as the connection. The handler traces
+      // each message as the call it carries.
+      handlers[method.localName] = (call: grpc.ServerDuplexStream<unknown, unknown>) => {
+        (fn as BidiFn).call(impl, call, callContext(call, draining)).then(
+          () => {
+            if (!call.cancelled) call.end();
+          },
+          (err: unknown) => {
+            report(err, path);
+            if (!call.cancelled) call.emit('error', toStatus(err));
+          },
+        );
+      };
+      continue;
+    }
+
     handlers[method.localName] = streaming
       ? (call: grpc.ServerWritableStream<unknown, unknown>) => {
-          const ctx = callContext(call);
+          const ctx = callContext(call, draining);
           withRpcSpan('server', service.typeName, method.name, extractTrace(call.metadata), async () => {
             for await (const item of (fn as StreamFn).call(impl, call.request, ctx)) {
               if (call.cancelled) return;
@@ -76,7 +112,7 @@ export function addService<S extends GenServiceMethods>(
           });
         }
       : (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-          const ctx = callContext(call);
+          const ctx = callContext(call, draining);
           withRpcSpan('server', service.typeName, method.name, extractTrace(call.metadata), () =>
             (fn as UnaryFn).call(impl, call.request, ctx),
           ).then(
@@ -100,8 +136,9 @@ export function bindServer(server: grpc.Server, host: string, port: number): Pro
   });
 }
 
-/** Lets in-flight calls finish, then forces the rest after `timeoutMs`. */
+/** Lets in-flight calls finish (long-lived ones are told to wind up), then forces the rest after `timeoutMs`. */
 export function shutdownServer(server: grpc.Server, timeoutMs: number): Promise<void> {
+  drains.get(server)?.abort();
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       server.forceShutdown();

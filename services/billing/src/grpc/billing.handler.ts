@@ -1,4 +1,4 @@
-import type { billingV1, MethodsOf, ServiceImpl } from '@gw/contracts';
+import { billingV1, serveExchange, type MethodsOf, type ServiceImpl } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createAccount, getBalance, topUp } from '../domain/accounts.ts';
@@ -55,6 +55,24 @@ export interface BillingDeps {
   money: RequestMoney;
   rateDefaults: RateDefaults;
   now: () => Date;
+  /** Logs the cause of an exchange call that failed unexpectedly (unary rpcs are logged by the runner). */
+  onUnexpectedError?: (err: unknown, method: string) => void;
+}
+
+const EXCHANGE_METHODS = { authorize: 'Authorize', settle: 'Settle', release: 'Release' } as const;
+
+/** One exchange message: the same work as the unary rpc it stands for. */
+async function exchangeCall(money: RequestMoney, req: billingV1.ExchangeRequest): Promise<billingV1.ExchangeResponse['result']> {
+  switch (req.call.case) {
+    case 'authorize':
+      return { case: 'authorize', value: { $typeName: 'gateway.billing.v1.AuthorizeResponse', ...(await money.authorize(req.call.value)) } };
+    case 'settle':
+      return { case: 'settle', value: { $typeName: 'gateway.billing.v1.SettleResponse', ...(await money.settle(req.call.value)) } };
+    case 'release':
+      return { case: 'release', value: { $typeName: 'gateway.billing.v1.ReleaseResponse', ...(await money.release(req.call.value)) } };
+    default:
+      throw new GatewayError('invalid_request', 'An exchange message must carry a call.');
+  }
 }
 
 /** The BillingService rpcs. Each call works in its own forked EntityManager. */
@@ -91,6 +109,14 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
     settle: async (req) => deps.money.settle(req),
     release: async (req) => deps.money.release(req),
     refund: async (req) => deps.money.refund(req),
+    exchange: (call, ctx) =>
+      serveExchange(call, ctx, {
+        service: billingV1.BillingService.typeName,
+        methodOf: (req) => (req.call.case ? EXCHANGE_METHODS[req.call.case] : 'Exchange'),
+        handle: async (req) => ({ id: req.id, result: await exchangeCall(deps.money, req) }),
+        fail: (req, failure) => ({ id: req.id, result: { case: 'error' as const, value: failure } }),
+        ...(deps.onUnexpectedError ? { onUnexpectedError: deps.onUnexpectedError } : {}),
+      }),
     getSwitches: async () => getSwitches(em()),
     setSwitch: async (req) => ({ switches: await setSwitch(em(), req.name, req.on) }),
     setKeyLimit: async (req) => ({ limits: limits(await setKeyLimit(em(), req.keyId, req.limitType, req.period, req.value, deps.now())) }),

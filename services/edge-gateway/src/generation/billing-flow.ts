@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { billingV1, MethodsOf, ServiceClient } from '@gw/contracts';
+import type { billingV1, MoneyCalls } from '@gw/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { KeyRecord } from '../auth/key-cache.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 
-type Billing = ServiceClient<MethodsOf<typeof billingV1.BillingService>>;
+type Billing = MoneyCalls;
 
 /** Credits held for one generation request; settled or released exactly once. */
 export interface Hold {

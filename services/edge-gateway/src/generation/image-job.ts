@@ -64,13 +64,13 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
 
   let hold: Hold;
   try {
-    hold = await holdCredits(deps.billing, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false);
+    hold = await holdCredits(deps.money, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false);
   } catch (err) {
     await abandon();
     throw err;
   }
   const fail = async (err: unknown): Promise<never> => {
-    await releaseHold(deps.billing, hold, log);
+    await releaseHold(deps.money, hold, log);
     await abandon();
     throw err;
   };
@@ -100,7 +100,7 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
 
   let charge: Charge;
   try {
-    charge = await settleHold(deps.billing, hold, { units: BigInt(images.length) });
+    charge = await settleHold(deps.money, hold, { units: BigInt(images.length) });
   } catch (err) {
     return fail(err);
   }

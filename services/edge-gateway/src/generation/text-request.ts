@@ -63,8 +63,8 @@ function worstTokens(dialect: Dialect, body: Json, model: ResolvedModel): bigint
 
 /** Settles a text hold from the provider's usage; no usage = minimum charge and reconciliation. */
 export function settleText(deps: GatewayDeps, hold: Hold, usage: textV1.Usage | undefined): Promise<Charge> {
-  if (!usage) return settleHold(deps.billing, hold, { units: 0n, reconcile: true });
-  return settleHold(deps.billing, hold, { units: usage.billableTokens, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
+  if (!usage) return settleHold(deps.money, hold, { units: 0n, reconcile: true });
+  return settleHold(deps.money, hold, { units: usage.billableTokens, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
 }
 
 export interface TextCall {
@@ -98,7 +98,7 @@ export async function runText(
   call: TextCall,
 ): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
   const { model } = call;
-  const hold = await holdCredits(deps.billing, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, {
+  const hold = await holdCredits(deps.money, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, {
     checkRateLimit: true,
   });
   const req = {
@@ -117,7 +117,7 @@ export async function runText(
   try {
     res = await deps.text.generate(req, { timeoutMs: GENERATE_TIMEOUT_MS });
   } catch (err) {
-    await releaseHold(deps.billing, hold, request.log);
+    await releaseHold(deps.money, hold, request.log);
     throw err;
   }
   const charge = await settleText(deps, hold, res.usage);
@@ -152,7 +152,7 @@ async function streamText(
   try {
     first = await iterator.next();
   } catch (err) {
-    await releaseHold(deps.billing, hold, request.log);
+    await releaseHold(deps.money, hold, request.log);
     throw err;
   }
   const sse = new SseWriter(request, reply, dialect === 'messages' ? { 'request-id': request.id } : {});
@@ -178,7 +178,7 @@ async function streamText(
 
   if (failure) {
     request.errorCode = failure.code;
-    await releaseHold(deps.billing, hold, request.log);
+    await releaseHold(deps.money, hold, request.log);
     await writeErrorEvents(sse, dialect, failure);
   } else {
     try {

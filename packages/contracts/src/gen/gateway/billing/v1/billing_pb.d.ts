@@ -299,6 +299,140 @@ export declare type ReleaseResponse = Message<"gateway.billing.v1.ReleaseRespons
 export declare const ReleaseResponseSchema: GenMessage<ReleaseResponse>;
 
 /**
+ * ExchangeRequest is one money call on the exchange stream.
+ *
+ * @generated from message gateway.billing.v1.ExchangeRequest
+ */
+export declare type ExchangeRequest = Message<"gateway.billing.v1.ExchangeRequest"> & {
+  /**
+   * Chosen by the caller, unique among its calls in flight on the stream; echoed in the response.
+   *
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * W3C trace context (`traceparent`) of the caller's span, empty when not traced.
+   *
+   * @generated from field: string traceparent = 2;
+   */
+  traceparent: string;
+
+  /**
+   * @generated from oneof gateway.billing.v1.ExchangeRequest.call
+   */
+  call: {
+    /**
+     * @generated from field: gateway.billing.v1.AuthorizeRequest authorize = 3;
+     */
+    value: AuthorizeRequest;
+    case: "authorize";
+  } | {
+    /**
+     * @generated from field: gateway.billing.v1.SettleRequest settle = 4;
+     */
+    value: SettleRequest;
+    case: "settle";
+  } | {
+    /**
+     * @generated from field: gateway.billing.v1.ReleaseRequest release = 5;
+     */
+    value: ReleaseRequest;
+    case: "release";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message gateway.billing.v1.ExchangeRequest.
+ * Use `create(ExchangeRequestSchema)` to create a new message.
+ */
+export declare const ExchangeRequestSchema: GenMessage<ExchangeRequest>;
+
+/**
+ * ExchangeResponse answers one ExchangeRequest.
+ *
+ * @generated from message gateway.billing.v1.ExchangeResponse
+ */
+export declare type ExchangeResponse = Message<"gateway.billing.v1.ExchangeResponse"> & {
+  /**
+   * The request's id.
+   *
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from oneof gateway.billing.v1.ExchangeResponse.result
+   */
+  result: {
+    /**
+     * @generated from field: gateway.billing.v1.AuthorizeResponse authorize = 2;
+     */
+    value: AuthorizeResponse;
+    case: "authorize";
+  } | {
+    /**
+     * @generated from field: gateway.billing.v1.SettleResponse settle = 3;
+     */
+    value: SettleResponse;
+    case: "settle";
+  } | {
+    /**
+     * @generated from field: gateway.billing.v1.ReleaseResponse release = 4;
+     */
+    value: ReleaseResponse;
+    case: "release";
+  } | {
+    /**
+     * @generated from field: gateway.billing.v1.ExchangeError error = 5;
+     */
+    value: ExchangeError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message gateway.billing.v1.ExchangeResponse.
+ * Use `create(ExchangeResponseSchema)` to create a new message.
+ */
+export declare const ExchangeResponseSchema: GenMessage<ExchangeResponse>;
+
+/**
+ * ExchangeError is a refused or failed call: a domain error with its public code, or an
+ * internal failure (empty code) whose cause stays in the billing service's log.
+ *
+ * @generated from message gateway.billing.v1.ExchangeError
+ */
+export declare type ExchangeError = Message<"gateway.billing.v1.ExchangeError"> & {
+  /**
+   * Public error code (spec section 7), empty for an internal failure.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * Message for the client.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * The domain error's details as a JSON object (e.g. `limit_type`, `period`), or empty.
+   *
+   * @generated from field: string details_json = 3;
+   */
+  detailsJson: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ExchangeError.
+ * Use `create(ExchangeErrorSchema)` to create a new message.
+ */
+export declare const ExchangeErrorSchema: GenMessage<ExchangeError>;
+
+/**
  * RefundRequest names the settled request to refund.
  *
  * @generated from message gateway.billing.v1.RefundRequest
@@ -2322,6 +2456,19 @@ export declare const BillingService: GenService<{
     methodKind: "unary";
     input: typeof RefundRequestSchema;
     output: typeof RefundResponseSchema;
+  },
+  /**
+   * Authorize, Settle and Release multiplexed over one long-lived stream: the gateway's hot path,
+   * where a call's HTTP/2 stream and headers cost more than the message. Each request gets
+   * exactly one response with its `id`; semantics and errors are those of the unary rpcs, so a
+   * caller whose stream breaks resends what was not answered (every call is idempotent).
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.Exchange
+   */
+  exchange: {
+    methodKind: "bidi_streaming";
+    input: typeof ExchangeRequestSchema;
+    output: typeof ExchangeResponseSchema;
   },
   /**
    * Reads the operator switches.

@@ -1,0 +1,46 @@
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
+import { createClient, type ClientOptions } from './grpc/client.ts';
+import { ExchangeClient, fromExchangeFailure } from './grpc/exchange.ts';
+import type { CallOptions } from './grpc/types.ts';
+
+type Init<S extends Parameters<typeof createClient>[0]['methods'][number]['input']> = MessageInitShape<S>;
+
+/** Billing's request lifecycle as the gateway calls it on every billed request. */
+export interface MoneyCalls {
+  authorize(req: Init<typeof billingV1.AuthorizeRequestSchema>, opts?: CallOptions): Promise<billingV1.AuthorizeResponse>;
+  settle(req: Init<typeof billingV1.SettleRequestSchema>, opts?: CallOptions): Promise<billingV1.SettleResponse>;
+  release(req: Init<typeof billingV1.ReleaseRequestSchema>, opts?: CallOptions): Promise<billingV1.ReleaseResponse>;
+}
+
+const SERVICE = billingV1.BillingService.typeName;
+
+/**
+ * `MoneyCalls` over billing's `Exchange` stream: the same calls, answers and errors as the unary
+ * rpcs, two stream messages per call instead of a call each. One exchange per caller process.
+ */
+export function createMoneyExchange(address: string, opts: ClientOptions = {}): MoneyCalls & { close(): void } {
+  const client = createClient(billingV1.BillingService, address, opts);
+  const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), {
+    service: SERVICE,
+    ...(opts.defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs: opts.defaultTimeoutMs }),
+  });
+
+  /** Sends one call and answers the response of its kind, or throws the error it carries. */
+  async function send(method: string, call: 'authorize' | 'settle' | 'release', value: unknown, callOpts?: CallOptions): Promise<unknown> {
+    const res = await exchange.call(method, (envelope) => ({ ...envelope, call: { case: call, value } }), callOpts?.timeoutMs);
+    if (res.result.case === call) return res.result.value;
+    if (res.result.case === 'error') throw fromExchangeFailure(res.result.value, `/${SERVICE}/${method}`);
+    throw new Error(`/${SERVICE}/${method}: the exchange answered a ${res.result.case ?? 'empty'} result`);
+  }
+
+  return {
+    authorize: (req, callOpts) => send('Authorize', 'authorize', req, callOpts) as Promise<billingV1.AuthorizeResponse>,
+    settle: (req, callOpts) => send('Settle', 'settle', req, callOpts) as Promise<billingV1.SettleResponse>,
+    release: (req, callOpts) => send('Release', 'release', req, callOpts) as Promise<billingV1.ReleaseResponse>,
+    close() {
+      exchange.close();
+      client.close();
+    },
+  };
+}

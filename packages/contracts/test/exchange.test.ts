@@ -1,0 +1,144 @@
+import * as grpc from '@grpc/grpc-js';
+import { GatewayError } from '@gw/errors';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  type MethodsOf,
+  type ServiceImpl,
+  RpcError,
+  addService,
+  billingV1,
+  bindServer,
+  createMoneyExchange,
+  serveExchange,
+  shutdownServer,
+} from '../src/index.ts';
+
+// The exchange adapter on a real grpc-js server and loopback port. The in-test billing answers
+// from a map of request ids, so replays can be counted; the real billing is tested end to end.
+type Impl = ServiceImpl<MethodsOf<typeof billingV1.BillingService>>;
+
+interface Fake {
+  address: string;
+  server: grpc.Server;
+  /** Authorize calls seen per request id (a resent call shows as 2). */
+  seen: Map<string, number>;
+  unexpected: unknown[];
+}
+
+const servers: grpc.Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) s.forceShutdown();
+});
+
+async function startFake(opts: { port?: number; delayMs?: number } = {}): Promise<Fake> {
+  const server = new grpc.Server();
+  const seen = new Map<string, number>();
+  const unexpected: unknown[] = [];
+  const exchange: Impl['exchange'] = (call, ctx) =>
+    serveExchange(call, ctx, {
+      service: billingV1.BillingService.typeName,
+      methodOf: (req) => req.call.case ?? 'Exchange',
+      handle: async (req) => {
+        await new Promise((r) => setTimeout(r, opts.delayMs ?? 0));
+        if (req.call.case !== 'authorize') throw new Error('only authorize here');
+        const a = req.call.value;
+        seen.set(a.requestId, (seen.get(a.requestId) ?? 0) + 1);
+        if (a.accountId === 'poor') throw new GatewayError('insufficient_balance', 'The wallet balance is not enough for this request.');
+        if (a.accountId === 'limited') throw new GatewayError('api_key_limit_exceeded', 'limit', { limit_type: 'requests', period: 'daily' });
+        if (a.accountId === 'boom') throw new Error('db password=secret leaked?');
+        return { id: req.id, result: { case: 'authorize' as const, value: { held: a.worstUnits, balanceAfter: BigInt(a.requestId.length) } } };
+      },
+      fail: (req, failure) => ({ id: req.id, result: { case: 'error' as const, value: failure } }),
+      onUnexpectedError: (err) => unexpected.push(err),
+    });
+  const others = Object.fromEntries(billingV1.BillingService.methods.map((m) => [m.localName, async () => Promise.reject(new Error('not in this test'))]));
+  addService(server, billingV1.BillingService, { ...others, exchange } as unknown as Impl);
+  const port = await bindServer(server, '127.0.0.1', opts.port ?? 0);
+  servers.push(server);
+  return { address: `127.0.0.1:${port}`, server, seen, unexpected };
+}
+
+const authorize = (requestId: string, accountId = 'a') => ({ requestId, accountId, worstUnits: 7n });
+
+describe('billing exchange', () => {
+  it('answers many concurrent calls on one stream, each with its own response', async () => {
+    const fake = await startFake({ delayMs: 1 });
+    const money = createMoneyExchange(fake.address);
+    const ids = Array.from({ length: 300 }, (_, i) => `req-${'x'.repeat(i % 37)}-${i}`);
+    const answers = await Promise.all(ids.map((id) => money.authorize(authorize(id))));
+    answers.forEach((a, i) => {
+      expect(a.held).toBe(7n);
+      expect(a.balanceAfter).toBe(BigInt(ids[i]!.length));
+    });
+    expect([...fake.seen.values()].every((n) => n === 1)).toBe(true);
+    money.close();
+  });
+
+  it('carries domain errors with their details, and hides unexpected ones behind INTERNAL', async () => {
+    const fake = await startFake();
+    const money = createMoneyExchange(fake.address);
+    await expect(money.authorize(authorize('r1', 'poor'))).rejects.toMatchObject({ name: 'GatewayError', code: 'insufficient_balance' });
+    const limited = await money.authorize(authorize('r2', 'limited')).catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(GatewayError);
+    expect((limited as GatewayError).details).toEqual({ limit_type: 'requests', period: 'daily' });
+    const boom = await money.authorize(authorize('r3', 'boom')).catch((e: unknown) => e);
+    expect(boom).toBeInstanceOf(RpcError);
+    expect((boom as RpcError).grpcCode).toBe(grpc.status.INTERNAL);
+    expect((boom as Error).message).not.toContain('secret');
+    expect(fake.unexpected).toHaveLength(1);
+    // The stream survives failed calls.
+    await expect(money.authorize(authorize('r4'))).resolves.toMatchObject({ held: 7n });
+    money.close();
+  });
+
+  it('gives each call its own deadline', async () => {
+    const fake = await startFake({ delayMs: 300 });
+    const money = createMoneyExchange(fake.address, { defaultTimeoutMs: 50 });
+    const err = await money.authorize(authorize('slow')).catch((e: unknown) => e);
+    expect((err as RpcError).grpcCode).toBe(grpc.status.DEADLINE_EXCEEDED);
+    await expect(money.authorize(authorize('patient'), { timeoutMs: 2_000 })).resolves.toMatchObject({ held: 7n });
+    money.close();
+  });
+
+  it('a draining server answers what it took and ends the stream at once; the rest is resent to its successor', async () => {
+    const first = await startFake({ delayMs: 200 });
+    const port = Number(first.address.split(':')[1]);
+    const money = createMoneyExchange(first.address, { defaultTimeoutMs: 10_000 });
+    const taken = Array.from({ length: 20 }, (_, i) => money.authorize(authorize(`taken-${i}`)));
+    await new Promise((r) => setTimeout(r, 50)); // the first server has them in hand
+    const started = Date.now();
+    await shutdownServer(first.server, 5_000);
+    // The open exchange did not hold the shutdown up until its timeout.
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await expect(Promise.all(taken)).resolves.toHaveLength(20);
+    expect([...first.seen.values()]).toEqual(Array(20).fill(1));
+
+    // Calls made while nothing listens wait for the successor on the same address.
+    const later = Array.from({ length: 5 }, (_, i) => money.authorize(authorize(`later-${i}`)));
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await startFake({ port });
+    await expect(Promise.all(later)).resolves.toHaveLength(5);
+    expect(second.seen.size).toBe(5);
+    money.close();
+  });
+
+  it('resends unanswered calls when the stream breaks (calls are idempotent, so a replay is safe)', async () => {
+    const first = await startFake({ delayMs: 400 });
+    const port = Number(first.address.split(':')[1]);
+    const money = createMoneyExchange(first.address, { defaultTimeoutMs: 10_000 });
+    const inFlight = Array.from({ length: 10 }, (_, i) => money.authorize(authorize(`lost-${i}`)));
+    await new Promise((r) => setTimeout(r, 100));
+    first.server.forceShutdown(); // the process dies: its answers never come
+    const second = await startFake({ port });
+    await expect(Promise.all(inFlight)).resolves.toHaveLength(10);
+    expect([...second.seen.keys()].sort()).toEqual(Array.from({ length: 10 }, (_, i) => `lost-${i}`).sort());
+    money.close();
+  });
+
+  it('fails calls made on a closed exchange', async () => {
+    const fake = await startFake();
+    const money = createMoneyExchange(fake.address);
+    money.close();
+    await expect(money.authorize(authorize('late'))).rejects.toMatchObject({ grpcCode: grpc.status.CANCELLED });
+  });
+});
