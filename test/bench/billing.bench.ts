@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { billingV1, createClient, healthV1 } from '@gw/contracts';
+import { billingV1, createClient, createMoneyExchange, healthV1, type MoneyCalls } from '@gw/contracts';
 import { fmt, runFixed, scratchDatabase, startService } from './support.ts';
 
 /**
  * `pnpm bench:billing`: authorize+settle pairs per second through billing's gRPC API on a real
  * billing process and Postgres, at fixed concurrency, for one hot account and for 1,000
- * accounts. The baseline, measured in the same run, is a gRPC health check (no database): the
- * ratio shows what the money work costs over a bare round trip on this machine.
+ * accounts: over the Exchange stream (the gateway's path) and as unary rpcs. The baseline,
+ * measured in the same run, is a gRPC health check (no database): the ratio shows what the money
+ * work costs over a bare round trip on this machine.
  */
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -22,6 +23,7 @@ const billingProc = await startService('billing', {
   RATE_LIMIT_PER_MINUTE: '100000000',
 });
 const billing = createClient(billingV1.BillingService, billingProc.address);
+const exchange = createMoneyExchange(billingProc.address);
 const health = createClient(healthV1.Health, billingProc.address);
 
 async function fundedAccounts(n: number): Promise<Array<{ accountId: string; keyId: string }>> {
@@ -36,9 +38,9 @@ async function fundedAccounts(n: number): Promise<Array<{ accountId: string; key
 }
 
 /** One billed text request: hold the worst case, then settle to the real usage. */
-async function billedRequest(account: { accountId: string; keyId: string }): Promise<void> {
+async function billedRequest(account: { accountId: string; keyId: string }, money: MoneyCalls = exchange): Promise<void> {
   const requestId = randomUUID();
-  await billing.authorize({
+  await money.authorize({
     requestId,
     accountId: account.accountId,
     keyId: account.keyId,
@@ -49,7 +51,7 @@ async function billedRequest(account: { accountId: string; keyId: string }): Pro
     worstUnits: 5_000n,
     text: true,
   });
-  await billing.settle({ requestId, accountId: account.accountId, unit: MILLION_TOKENS, pricePerUnit: 15_000n, units: 321n, inputTokens: 300n, outputTokens: 21n });
+  await money.settle({ requestId, accountId: account.accountId, unit: MILLION_TOKENS, pricePerUnit: 15_000n, units: 321n, inputTokens: 300n, outputTokens: 21n });
 }
 
 try {
@@ -58,20 +60,29 @@ try {
   for (let i = 0; i < 200; i++) await billedRequest(many[i % many.length]!); // warm-up
 
   const baseline = await runFixed(CONCURRENCY, SECONDS, () => health.check({ service: '' }));
+  const spread = (w: number, i: number) => many[(w * 7919 + i) % many.length]!;
   const hotRun = await runFixed(CONCURRENCY, SECONDS, () => billedRequest(hot!));
-  const manyRun = await runFixed(CONCURRENCY, SECONDS, (w, i) => billedRequest(many[(w * 7919 + i) % many.length]!));
+  const manyRun = await runFixed(CONCURRENCY, SECONDS, (w, i) => billedRequest(spread(w, i)));
+  const hotUnary = await runFixed(CONCURRENCY, SECONDS, () => billedRequest(hot!, billing));
+  const manyUnary = await runFixed(CONCURRENCY, SECONDS, (w, i) => billedRequest(spread(w, i), billing));
   const audit = await billing.auditLedger({});
+  const ratio = (r: typeof baseline) => `ratio to baseline ${(r.perSecond / baseline.perSecond).toFixed(3)}`;
 
   const lines = [
     `billing benchmark: ${CONCURRENCY} concurrent clients, ${SECONDS} s per run, node ${process.version}`,
-    `  baseline gRPC health check      ${fmt(baseline)}`,
-    `  authorize+settle, 1 hot account ${fmt(hotRun)}  ratio to baseline ${(hotRun.perSecond / baseline.perSecond).toFixed(3)}`,
-    `  authorize+settle, 1,000 accounts${fmt(manyRun)}  ratio to baseline ${(manyRun.perSecond / baseline.perSecond).toFixed(3)}`,
+    `  baseline gRPC health check              ${fmt(baseline)}`,
+    `  authorize+settle over the exchange (the gateway's path)`,
+    `    1 hot account                         ${fmt(hotRun)}  ${ratio(hotRun)}`,
+    `    1,000 accounts                        ${fmt(manyRun)}  ${ratio(manyRun)}`,
+    `  authorize+settle as unary rpcs`,
+    `    1 hot account                         ${fmt(hotUnary)}  ${ratio(hotUnary)}`,
+    `    1,000 accounts                        ${fmt(manyUnary)}  ${ratio(manyUnary)}`,
     `  ledger audit after the runs: ${audit.problems.length === 0 ? 'clean' : `${audit.problems.length} problems`} (${audit.accounts} accounts)`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   if (audit.problems.length > 0) process.exitCode = 1;
 } finally {
+  exchange.close();
   billing.close();
   health.close();
   await billingProc.stop();
