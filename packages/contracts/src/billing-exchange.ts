@@ -1,7 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
-import { ExchangeClient, fromExchangeFailure } from './grpc/exchange.ts';
+import { ExchangeClient, unwrapResult } from './grpc/exchange.ts';
 import type { CallOptions } from './grpc/types.ts';
 
 type Init<S extends Parameters<typeof createClient>[0]['methods'][number]['input']> = MessageInitShape<S>;
@@ -23,15 +23,14 @@ export function createMoneyExchange(address: string, opts: ClientOptions = {}): 
   const client = createClient(billingV1.BillingService, address, opts);
   const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), {
     service: SERVICE,
+    resend: true,
     ...(opts.defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs: opts.defaultTimeoutMs }),
   });
 
   /** Sends one call and answers the response of its kind, or throws the error it carries. */
   async function send(method: string, call: 'authorize' | 'settle' | 'release', value: unknown, callOpts?: CallOptions): Promise<unknown> {
     const res = await exchange.call(method, (envelope) => ({ ...envelope, call: { case: call, value } }), callOpts?.timeoutMs);
-    if (res.result.case === call) return res.result.value;
-    if (res.result.case === 'error') throw fromExchangeFailure(res.result.value, `/${SERVICE}/${method}`);
-    throw new Error(`/${SERVICE}/${method}: the exchange answered a ${res.result.case ?? 'empty'} result`);
+    return unwrapResult(res.result, call, `/${SERVICE}/${method}`);
   }
 
   return {

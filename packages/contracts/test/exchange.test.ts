@@ -4,10 +4,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   type MethodsOf,
   type ServiceImpl,
+  ExchangeClient,
   RpcError,
   addService,
   billingV1,
   bindServer,
+  createClient,
   createMoneyExchange,
   serveExchange,
   shutdownServer,
@@ -133,6 +135,26 @@ describe('billing exchange', () => {
     await expect(Promise.all(inFlight)).resolves.toHaveLength(10);
     expect([...second.seen.keys()].sort()).toEqual(Array.from({ length: 10 }, (_, i) => `lost-${i}`).sort());
     money.close();
+  });
+
+  it('fails unanswered calls when the stream breaks, if the calls are not idempotent', async () => {
+    const first = await startFake({ delayMs: 400 });
+    const client = createClient(billingV1.BillingService, first.address);
+    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: false });
+    const inFlight = Array.from({ length: 3 }, (_, i) =>
+      exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize(`once-${i}`) } })).catch((e: unknown) => e),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    first.server.forceShutdown();
+    const second = await startFake({ port: Number(first.address.split(':')[1]) });
+    for (const err of await Promise.all(inFlight)) expect((err as RpcError).grpcCode).toBe(grpc.status.UNAVAILABLE);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(second.seen.size).toBe(0); // never sent again
+    // The exchange itself goes on: the next call opens a new stream.
+    await expect(exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize('next') } }))).resolves.toMatchObject({ id: expect.any(BigInt) });
+    expect(second.seen.get('next')).toBe(1);
+    exchange.close();
+    client.close();
   });
 
   it('fails calls made on a closed exchange', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { billingV1, catalogV1, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
+import type { billingV1, catalogV1, GenerateCalls, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
 import { context } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
@@ -20,6 +20,8 @@ export interface GatewayDeps {
   money: MoneyCalls;
   catalog: ServiceClient<MethodsOf<typeof catalogV1.CatalogService>>;
   text: ServiceClient<MethodsOf<typeof textV1.TextService>>;
+  /** Complete (non-streaming) text answers, over the text service's exchange stream. */
+  generate: GenerateCalls;
   media: ServiceClient<MethodsOf<typeof mediaV1.MediaService>>;
   videoJobs: ServiceClient<MethodsOf<typeof videoV1.VideoJobsService>>;
   keys: KeyCache;

@@ -1,5 +1,5 @@
 import { fromBinary } from '@bufbuild/protobuf';
-import { billingV1, catalogV1, createClient, createMoneyExchange, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
+import { billingV1, catalogV1, createClient, createGenerateExchange, createMoneyExchange, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
 import { connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
@@ -20,6 +20,7 @@ const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
 const money = createMoneyExchange(config.BILLING_ADDR);
 const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
 const text = createClient(textV1.TextService, config.TEXT_ADDR);
+const generate = createGenerateExchange(config.TEXT_ADDR);
 // Up to four images of up to 8 MB each come back in one answer.
 const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR, { maxReceiveBytes: 64 * 1024 * 1024 });
 const videoJobs = createClient(videoV1.VideoJobsService, config.VIDEO_JOBS_ADDR);
@@ -62,6 +63,7 @@ const app = await buildApp({
   money,
   catalog,
   text,
+  generate,
   media,
   videoJobs,
   keys,
@@ -88,7 +90,7 @@ onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
     await nats.drain();
   },
   async () => {
-    for (const client of [money, billing, catalog, text, media, videoJobs]) client.close();
+    for (const client of [money, generate, billing, catalog, text, media, videoJobs]) client.close();
   },
   () => telemetry.shutdown(),
 ]);

@@ -17,8 +17,9 @@ const router = new FallbackRouter({ failureThreshold: env.ROUTE_FAILURE_THRESHOL
 await runGrpcService({
   name: 'text',
   defaultPort: 50053,
-  register: ({ onStop }) => {
+  register: ({ onStop, logger }) => {
     onStop(() => providers.close());
-    return [[textV1.TextService, textHandler({ providers, router, now: Date.now })]];
+    const onUnexpectedError = (err: unknown, method: string) => logger.error({ err, method }, 'exchange call failed unexpectedly');
+    return [[textV1.TextService, textHandler({ providers, router, now: Date.now }, onUnexpectedError)]];
   },
 });

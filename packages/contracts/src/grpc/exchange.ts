@@ -10,8 +10,8 @@ import type { CallContext } from './types.ts';
  * An exchange is a bidirectional stream carrying many small unary calls: each request message has
  * an `id` and the caller's trace context, and gets exactly one response with the same `id`. On a
  * hot path this saves, per call, an HTTP/2 stream with its headers, trailers and deadline timer
- * on both sides. Calls on an exchange must be idempotent: a caller whose stream breaks sends the
- * unanswered ones again on a new stream.
+ * on both sides. When a stream breaks, unanswered idempotent calls are sent again on a new stream;
+ * other calls fail as a broken unary call would.
  */
 interface Envelope {
   id: bigint;
@@ -65,17 +65,31 @@ export interface ExchangeClientOptions {
   service: string;
   /** Deadline of a call unless it sets its own. */
   defaultTimeoutMs?: number;
+  /** The calls are idempotent: resend unanswered ones after a stream breaks (else they fail UNAVAILABLE). */
+  resend: boolean;
+}
+
+/** The `result` oneof every exchange response has: the call's own answer, or an error. */
+type Result = { case: string; value: unknown } | { case: 'error'; value: ExchangeFailure } | { case: undefined; value?: undefined };
+
+/** The answer of the expected kind from an exchange response, or the error it carries, thrown. */
+export function unwrapResult<T>(result: Result, expected: string, path: string): T {
+  if (result.case === expected) return result.value as T;
+  if (result.case === 'error') throw fromExchangeFailure(result.value as ExchangeFailure, path);
+  throw new RpcError(status.INTERNAL, `${path}: the exchange answered a ${result.case ?? 'empty'} result`);
 }
 
 /**
  * The calling side: one stream, opened on first use and again after it breaks. Each call has
- * its own deadline and client span; unanswered calls are resent on the next stream (the server
- * answers a replay with the original outcome).
+ * its own deadline and client span. After a break, unanswered calls are resent on the next
+ * stream when the calls are idempotent (the server answers a replay with the original outcome),
+ * else they fail.
  */
 export class ExchangeClient<O extends { id: bigint }> {
   readonly #open: () => grpc.ClientDuplexStream<object, O>;
   readonly #service: string;
   readonly #defaultTimeoutMs: number;
+  readonly #resend: boolean;
   readonly #pending = new Map<bigint, Pending<O>>();
   #stream: grpc.ClientDuplexStream<object, O> | undefined;
   #nextId = 1n;
@@ -87,6 +101,7 @@ export class ExchangeClient<O extends { id: bigint }> {
     this.#open = open;
     this.#service = opts.service;
     this.#defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
+    this.#resend = opts.resend;
   }
 
   /** Sends one call (`build` makes its message from the id and trace context) and resolves with its response. */
@@ -111,10 +126,14 @@ export class ExchangeClient<O extends { id: bigint }> {
     this.#closed = true;
     this.#stream?.cancel();
     this.#stream = undefined;
+    this.#failPending(status.CANCELLED, 'the exchange is closed');
+  }
+
+  #failPending(code: status, why: string): void {
     for (const [id, p] of this.#pending) {
       clearTimeout(p.timer);
       this.#pending.delete(id);
-      p.reject(new RpcError(status.CANCELLED, `/${this.#service}: the exchange is closed`));
+      p.reject(new RpcError(code, `/${this.#service}: ${status[code]} ${why}`));
     }
   }
 
@@ -136,7 +155,8 @@ export class ExchangeClient<O extends { id: bigint }> {
       this.#stream = undefined;
       stream.cancel();
       this.#fruitless = answered ? 0 : this.#fruitless + 1;
-      this.#resendLater();
+      if (this.#resend) this.#resendLater();
+      else this.#failPending(status.UNAVAILABLE, 'the stream broke before the answer');
     };
     stream.on('error', over);
     stream.on('end', over);
@@ -160,8 +180,8 @@ export interface ServeExchangeOptions<I, O> {
   service: string;
   /** The rpc a message stands for (its span's name). */
   methodOf: (req: I) => string;
-  /** Handles one message; resolves with its whole response (id included). */
-  handle: (req: I) => Promise<O>;
+  /** Handles one message; resolves with its whole response (id included). `signal`: the caller went away. */
+  handle: (req: I, signal: AbortSignal) => Promise<O>;
   /** The response for a message whose handling failed. */
   fail: (req: I, failure: ExchangeFailure) => O;
   /** Called with every error that is not a domain error, so the service logs its cause. */
@@ -191,7 +211,7 @@ export function serveExchange<I extends Envelope, O>(call: grpc.ServerDuplexStre
       if (!taking) return;
       inFlight++;
       const method = opts.methodOf(req);
-      withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), () => opts.handle(req))
+      withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), () => opts.handle(req, ctx.signal))
         .catch((err: unknown) => {
           if (!(err instanceof GatewayError)) opts.onUnexpectedError?.(err, method);
           return opts.fail(req, toExchangeFailure(err));

@@ -115,7 +115,7 @@ export async function runText(
   }
   let res: textV1.GenerateResponse;
   try {
-    res = await deps.text.generate(req, { timeoutMs: GENERATE_TIMEOUT_MS });
+    res = await deps.generate.generate(req, { timeoutMs: GENERATE_TIMEOUT_MS });
   } catch (err) {
     await releaseHold(deps.money, hold, request.log);
     throw err;

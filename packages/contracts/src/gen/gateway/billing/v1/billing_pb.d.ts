@@ -4,6 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
+import type { ExchangeError } from "../../exchange/v1/exchange_pb.js";
 
 /**
  * Describes the file gateway/billing/v1/billing.proto.
@@ -384,7 +385,7 @@ export declare type ExchangeResponse = Message<"gateway.billing.v1.ExchangeRespo
     case: "release";
   } | {
     /**
-     * @generated from field: gateway.billing.v1.ExchangeError error = 5;
+     * @generated from field: gateway.exchange.v1.ExchangeError error = 5;
      */
     value: ExchangeError;
     case: "error";
@@ -396,41 +397,6 @@ export declare type ExchangeResponse = Message<"gateway.billing.v1.ExchangeRespo
  * Use `create(ExchangeResponseSchema)` to create a new message.
  */
 export declare const ExchangeResponseSchema: GenMessage<ExchangeResponse>;
-
-/**
- * ExchangeError is a refused or failed call: a domain error with its public code, or an
- * internal failure (empty code) whose cause stays in the billing service's log.
- *
- * @generated from message gateway.billing.v1.ExchangeError
- */
-export declare type ExchangeError = Message<"gateway.billing.v1.ExchangeError"> & {
-  /**
-   * Public error code (spec section 7), empty for an internal failure.
-   *
-   * @generated from field: string code = 1;
-   */
-  code: string;
-
-  /**
-   * Message for the client.
-   *
-   * @generated from field: string message = 2;
-   */
-  message: string;
-
-  /**
-   * The domain error's details as a JSON object (e.g. `limit_type`, `period`), or empty.
-   *
-   * @generated from field: string details_json = 3;
-   */
-  detailsJson: string;
-};
-
-/**
- * Describes the message gateway.billing.v1.ExchangeError.
- * Use `create(ExchangeErrorSchema)` to create a new message.
- */
-export declare const ExchangeErrorSchema: GenMessage<ExchangeError>;
 
 /**
  * RefundRequest names the settled request to refund.

@@ -5,6 +5,7 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { Route } from "../../catalog/v1/catalog_pb.js";
+import type { ExchangeError } from "../../exchange/v1/exchange_pb.js";
 
 /**
  * Describes the file gateway/text/v1/text.proto.
@@ -66,6 +67,75 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
  * Use `create(GenerateRequestSchema)` to create a new message.
  */
 export declare const GenerateRequestSchema: GenMessage<GenerateRequest>;
+
+/**
+ * ExchangeRequest is one Generate call on the exchange stream.
+ *
+ * @generated from message gateway.text.v1.ExchangeRequest
+ */
+export declare type ExchangeRequest = Message<"gateway.text.v1.ExchangeRequest"> & {
+  /**
+   * Chosen by the caller, unique among its calls in flight on the stream; echoed in the response.
+   *
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * W3C trace context (`traceparent`) of the caller's span, empty when not traced.
+   *
+   * @generated from field: string traceparent = 2;
+   */
+  traceparent: string;
+
+  /**
+   * @generated from field: gateway.text.v1.GenerateRequest generate = 3;
+   */
+  generate?: GenerateRequest | undefined;
+};
+
+/**
+ * Describes the message gateway.text.v1.ExchangeRequest.
+ * Use `create(ExchangeRequestSchema)` to create a new message.
+ */
+export declare const ExchangeRequestSchema: GenMessage<ExchangeRequest>;
+
+/**
+ * ExchangeResponse answers one ExchangeRequest.
+ *
+ * @generated from message gateway.text.v1.ExchangeResponse
+ */
+export declare type ExchangeResponse = Message<"gateway.text.v1.ExchangeResponse"> & {
+  /**
+   * The request's id.
+   *
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from oneof gateway.text.v1.ExchangeResponse.result
+   */
+  result: {
+    /**
+     * @generated from field: gateway.text.v1.GenerateResponse generate = 2;
+     */
+    value: GenerateResponse;
+    case: "generate";
+  } | {
+    /**
+     * @generated from field: gateway.exchange.v1.ExchangeError error = 3;
+     */
+    value: ExchangeError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message gateway.text.v1.ExchangeResponse.
+ * Use `create(ExchangeResponseSchema)` to create a new message.
+ */
+export declare const ExchangeResponseSchema: GenMessage<ExchangeResponse>;
 
 /**
  * Usage is what the provider reported.
@@ -442,6 +512,19 @@ export declare const TextService: GenService<{
     methodKind: "unary";
     input: typeof GenerateRequestSchema;
     output: typeof GenerateResponseSchema;
+  },
+  /**
+   * Generate multiplexed over one long-lived stream (the gateway's hot path, where a call's
+   * HTTP/2 stream and headers cost more than the message): each request gets exactly one
+   * response with its `id`. Not idempotent (it calls a provider): a caller whose stream breaks
+   * fails the unanswered calls instead of resending them.
+   *
+   * @generated from rpc gateway.text.v1.TextService.Exchange
+   */
+  exchange: {
+    methodKind: "bidi_streaming";
+    input: typeof ExchangeRequestSchema;
+    output: typeof ExchangeResponseSchema;
   },
   /**
    * Streams an answer as server-sent-event frames of the client's protocol, then ends with

@@ -4,12 +4,13 @@
 
 import { enumDesc, fileDesc, messageDesc, serviceDesc, tsEnum } from "@bufbuild/protobuf/codegenv2";
 import { file_gateway_catalog_v1_catalog } from "../../catalog/v1/catalog_pb.js";
+import { file_gateway_exchange_v1_exchange } from "../../exchange/v1/exchange_pb.js";
 
 /**
  * Describes the file gateway/text/v1/text.proto.
  */
 export const file_gateway_text_v1_text = /*@__PURE__*/
-  fileDesc("ChpnYXRld2F5L3RleHQvdjEvdGV4dC5wcm90bxIPZ2F0ZXdheS50ZXh0LnYxIsIBCg9HZW5lcmF0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIpCgdkaWFsZWN0GAIgASgOMhguZ2F0ZXdheS50ZXh0LnYxLkRpYWxlY3QSFAoMcHVibGljX21vZGVsGAMgASgJEikKBnJvdXRlcxgEIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Sb3V0ZRIMCgRib2R5GAUgASgMEiEKGWRlZmF1bHRfbWF4X291dHB1dF90b2tlbnMYBiABKAUihwEKBVVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAIgASgDEh0KFWNhY2hlX2NyZWF0aW9uX3Rva2VucxgDIAEoAxIZChFjYWNoZV9yZWFkX3Rva2VucxgEIAEoAxIXCg9iaWxsYWJsZV90b2tlbnMYBSABKAMiaAoQR2VuZXJhdGVSZXNwb25zZRIMCgRib2R5GAEgASgMEioKBXVzYWdlGAIgASgLMhYuZ2F0ZXdheS50ZXh0LnYxLlVzYWdlSACIAQESEAoIcHJvdmlkZXIYAyABKAlCCAoGX3VzYWdlIsgBChVHZW5lcmF0ZVN0cmVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIpCgdkaWFsZWN0GAIgASgOMhguZ2F0ZXdheS50ZXh0LnYxLkRpYWxlY3QSFAoMcHVibGljX21vZGVsGAMgASgJEikKBnJvdXRlcxgEIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Sb3V0ZRIMCgRib2R5GAUgASgMEiEKGWRlZmF1bHRfbWF4X291dHB1dF90b2tlbnMYBiABKAUidAoWR2VuZXJhdGVTdHJlYW1SZXNwb25zZRInCgVmcmFtZRgBIAEoCzIWLmdhdGV3YXkudGV4dC52MS5GcmFtZUgAEikKA2VuZBgCIAEoCzIaLmdhdGV3YXkudGV4dC52MS5TdHJlYW1FbmRIAEIGCgRpdGVtIjsKBUZyYW1lEg0KBWV2ZW50GAEgASgJEgwKBGRhdGEYAiABKAwSFQoNdXNhZ2VfYmVhcmluZxgDIAEoCCJ+CglTdHJlYW1FbmQSKgoFdXNhZ2UYASABKAsyFi5nYXRld2F5LnRleHQudjEuVXNhZ2VIAIgBARISCgplcnJvcl9jb2RlGAIgASgJEhUKDWVycm9yX21lc3NhZ2UYAyABKAkSEAoIcHJvdmlkZXIYBCABKAlCCAoGX3VzYWdlIqIBChJDb3VudFRva2Vuc1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIpCgdkaWFsZWN0GAIgASgOMhguZ2F0ZXdheS50ZXh0LnYxLkRpYWxlY3QSFAoMcHVibGljX21vZGVsGAMgASgJEikKBnJvdXRlcxgEIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Sb3V0ZRIMCgRib2R5GAUgASgMIisKE0NvdW50VG9rZW5zUmVzcG9uc2USFAoMaW5wdXRfdG9rZW5zGAEgASgDKmEKB0RpYWxlY3QSFwoTRElBTEVDVF9VTlNQRUNJRklFRBAAEhAKDERJQUxFQ1RfQ0hBVBABEhQKEERJQUxFQ1RfTUVTU0FHRVMQAhIVChFESUFMRUNUX1JFU1BPTlNFUxADMp0CCgtUZXh0U2VydmljZRJPCghHZW5lcmF0ZRIgLmdhdGV3YXkudGV4dC52MS5HZW5lcmF0ZVJlcXVlc3QaIS5nYXRld2F5LnRleHQudjEuR2VuZXJhdGVSZXNwb25zZRJjCg5HZW5lcmF0ZVN0cmVhbRImLmdhdGV3YXkudGV4dC52MS5HZW5lcmF0ZVN0cmVhbVJlcXVlc3QaJy5nYXRld2F5LnRleHQudjEuR2VuZXJhdGVTdHJlYW1SZXNwb25zZTABElgKC0NvdW50VG9rZW5zEiMuZ2F0ZXdheS50ZXh0LnYxLkNvdW50VG9rZW5zUmVxdWVzdBokLmdhdGV3YXkudGV4dC52MS5Db3VudFRva2Vuc1Jlc3BvbnNlYgZwcm90bzM", [file_gateway_catalog_v1_catalog]);
+  fileDesc("ChpnYXRld2F5L3RleHQvdjEvdGV4dC5wcm90bxIPZ2F0ZXdheS50ZXh0LnYxIsIBCg9HZW5lcmF0ZVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIpCgdkaWFsZWN0GAIgASgOMhguZ2F0ZXdheS50ZXh0LnYxLkRpYWxlY3QSFAoMcHVibGljX21vZGVsGAMgASgJEikKBnJvdXRlcxgEIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Sb3V0ZRIMCgRib2R5GAUgASgMEiEKGWRlZmF1bHRfbWF4X291dHB1dF90b2tlbnMYBiABKAUiZgoPRXhjaGFuZ2VSZXF1ZXN0EgoKAmlkGAEgASgEEhMKC3RyYWNlcGFyZW50GAIgASgJEjIKCGdlbmVyYXRlGAMgASgLMiAuZ2F0ZXdheS50ZXh0LnYxLkdlbmVyYXRlUmVxdWVzdCKUAQoQRXhjaGFuZ2VSZXNwb25zZRIKCgJpZBgBIAEoBBI1CghnZW5lcmF0ZRgCIAEoCzIhLmdhdGV3YXkudGV4dC52MS5HZW5lcmF0ZVJlc3BvbnNlSAASMwoFZXJyb3IYAyABKAsyIi5nYXRld2F5LmV4Y2hhbmdlLnYxLkV4Y2hhbmdlRXJyb3JIAEIICgZyZXN1bHQihwEKBVVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAIgASgDEh0KFWNhY2hlX2NyZWF0aW9uX3Rva2VucxgDIAEoAxIZChFjYWNoZV9yZWFkX3Rva2VucxgEIAEoAxIXCg9iaWxsYWJsZV90b2tlbnMYBSABKAMiaAoQR2VuZXJhdGVSZXNwb25zZRIMCgRib2R5GAEgASgMEioKBXVzYWdlGAIgASgLMhYuZ2F0ZXdheS50ZXh0LnYxLlVzYWdlSACIAQESEAoIcHJvdmlkZXIYAyABKAlCCAoGX3VzYWdlIsgBChVHZW5lcmF0ZVN0cmVhbVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIpCgdkaWFsZWN0GAIgASgOMhguZ2F0ZXdheS50ZXh0LnYxLkRpYWxlY3QSFAoMcHVibGljX21vZGVsGAMgASgJEikKBnJvdXRlcxgEIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Sb3V0ZRIMCgRib2R5GAUgASgMEiEKGWRlZmF1bHRfbWF4X291dHB1dF90b2tlbnMYBiABKAUidAoWR2VuZXJhdGVTdHJlYW1SZXNwb25zZRInCgVmcmFtZRgBIAEoCzIWLmdhdGV3YXkudGV4dC52MS5GcmFtZUgAEikKA2VuZBgCIAEoCzIaLmdhdGV3YXkudGV4dC52MS5TdHJlYW1FbmRIAEIGCgRpdGVtIjsKBUZyYW1lEg0KBWV2ZW50GAEgASgJEgwKBGRhdGEYAiABKAwSFQoNdXNhZ2VfYmVhcmluZxgDIAEoCCJ+CglTdHJlYW1FbmQSKgoFdXNhZ2UYASABKAsyFi5nYXRld2F5LnRleHQudjEuVXNhZ2VIAIgBARISCgplcnJvcl9jb2RlGAIgASgJEhUKDWVycm9yX21lc3NhZ2UYAyABKAkSEAoIcHJvdmlkZXIYBCABKAlCCAoGX3VzYWdlIqIBChJDb3VudFRva2Vuc1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIpCgdkaWFsZWN0GAIgASgOMhguZ2F0ZXdheS50ZXh0LnYxLkRpYWxlY3QSFAoMcHVibGljX21vZGVsGAMgASgJEikKBnJvdXRlcxgEIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Sb3V0ZRIMCgRib2R5GAUgASgMIisKE0NvdW50VG9rZW5zUmVzcG9uc2USFAoMaW5wdXRfdG9rZW5zGAEgASgDKmEKB0RpYWxlY3QSFwoTRElBTEVDVF9VTlNQRUNJRklFRBAAEhAKDERJQUxFQ1RfQ0hBVBABEhQKEERJQUxFQ1RfTUVTU0FHRVMQAhIVChFESUFMRUNUX1JFU1BPTlNFUxADMvICCgtUZXh0U2VydmljZRJPCghHZW5lcmF0ZRIgLmdhdGV3YXkudGV4dC52MS5HZW5lcmF0ZVJlcXVlc3QaIS5nYXRld2F5LnRleHQudjEuR2VuZXJhdGVSZXNwb25zZRJTCghFeGNoYW5nZRIgLmdhdGV3YXkudGV4dC52MS5FeGNoYW5nZVJlcXVlc3QaIS5nYXRld2F5LnRleHQudjEuRXhjaGFuZ2VSZXNwb25zZSgBMAESYwoOR2VuZXJhdGVTdHJlYW0SJi5nYXRld2F5LnRleHQudjEuR2VuZXJhdGVTdHJlYW1SZXF1ZXN0GicuZ2F0ZXdheS50ZXh0LnYxLkdlbmVyYXRlU3RyZWFtUmVzcG9uc2UwARJYCgtDb3VudFRva2VucxIjLmdhdGV3YXkudGV4dC52MS5Db3VudFRva2Vuc1JlcXVlc3QaJC5nYXRld2F5LnRleHQudjEuQ291bnRUb2tlbnNSZXNwb25zZWIGcHJvdG8z", [file_gateway_catalog_v1_catalog, file_gateway_exchange_v1_exchange]);
 
 /**
  * Describes the message gateway.text.v1.GenerateRequest.
@@ -19,60 +20,74 @@ export const GenerateRequestSchema = /*@__PURE__*/
   messageDesc(file_gateway_text_v1_text, 0);
 
 /**
+ * Describes the message gateway.text.v1.ExchangeRequest.
+ * Use `create(ExchangeRequestSchema)` to create a new message.
+ */
+export const ExchangeRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_text_v1_text, 1);
+
+/**
+ * Describes the message gateway.text.v1.ExchangeResponse.
+ * Use `create(ExchangeResponseSchema)` to create a new message.
+ */
+export const ExchangeResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_text_v1_text, 2);
+
+/**
  * Describes the message gateway.text.v1.Usage.
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 1);
+  messageDesc(file_gateway_text_v1_text, 3);
 
 /**
  * Describes the message gateway.text.v1.GenerateResponse.
  * Use `create(GenerateResponseSchema)` to create a new message.
  */
 export const GenerateResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 2);
+  messageDesc(file_gateway_text_v1_text, 4);
 
 /**
  * Describes the message gateway.text.v1.GenerateStreamRequest.
  * Use `create(GenerateStreamRequestSchema)` to create a new message.
  */
 export const GenerateStreamRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 3);
+  messageDesc(file_gateway_text_v1_text, 5);
 
 /**
  * Describes the message gateway.text.v1.GenerateStreamResponse.
  * Use `create(GenerateStreamResponseSchema)` to create a new message.
  */
 export const GenerateStreamResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 4);
+  messageDesc(file_gateway_text_v1_text, 6);
 
 /**
  * Describes the message gateway.text.v1.Frame.
  * Use `create(FrameSchema)` to create a new message.
  */
 export const FrameSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 5);
+  messageDesc(file_gateway_text_v1_text, 7);
 
 /**
  * Describes the message gateway.text.v1.StreamEnd.
  * Use `create(StreamEndSchema)` to create a new message.
  */
 export const StreamEndSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 6);
+  messageDesc(file_gateway_text_v1_text, 8);
 
 /**
  * Describes the message gateway.text.v1.CountTokensRequest.
  * Use `create(CountTokensRequestSchema)` to create a new message.
  */
 export const CountTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 7);
+  messageDesc(file_gateway_text_v1_text, 9);
 
 /**
  * Describes the message gateway.text.v1.CountTokensResponse.
  * Use `create(CountTokensResponseSchema)` to create a new message.
  */
 export const CountTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_text_v1_text, 8);
+  messageDesc(file_gateway_text_v1_text, 10);
 
 /**
  * Describes the enum gateway.text.v1.Dialect.
