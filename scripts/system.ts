@@ -47,6 +47,23 @@ const FIXED_PORTS: Record<ServiceName, number> = {
   console: 8081,
 };
 
+/** The variable each service takes its listening port from. */
+const PORT_ENV: Record<ServiceName, string> = {
+  'provider-simulator': 'SIM_PORT',
+  billing: 'GRPC_PORT',
+  catalog: 'GRPC_PORT',
+  text: 'GRPC_PORT',
+  media: 'GRPC_PORT',
+  'video-jobs': 'GRPC_PORT',
+  'edge-gateway': 'GATEWAY_PORT',
+  console: 'CONSOLE_PORT',
+};
+
+/** The port of a `host:port` or a URL. */
+function portOf(address: string): string {
+  return address.includes('://') ? new URL(address).port : address.slice(address.lastIndexOf(':') + 1);
+}
+
 /** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
 const STOP_ORDER: ServiceName[] = ['console', 'edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
 
@@ -164,10 +181,13 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const port = (name: ServiceName) => String(opts.internalPorts === 'fixed' ? FIXED_PORTS[name] : 0);
   let logStreams: WriteStream[] = [];
 
-  /** Starts one process of a service; `instance` names extra replicas (their own ready and log files). */
-  async function launch(name: ServiceName, instance: string = name): Promise<RunningService> {
+  /**
+   * Starts one process of a service; `instance` names extra replicas (their own ready and log
+   * files). `overrides` win over the service's settings (a restart keeps its port).
+   */
+  async function launch(name: ServiceName, instance: string = name, overrides: Record<string, string> = {}): Promise<RunningService> {
     const readyFile = join(runDir, `${instance}.ready`);
-    const extra = { ...specs.get(name)!(), READY_FILE: readyFile };
+    const extra = { ...specs.get(name)!(), READY_FILE: readyFile, ...overrides };
     const entry = join(ROOT, 'services', name, 'src', 'main.ts');
     const child = spawn(process.execPath, [entry], {
       cwd: ROOT,
@@ -220,7 +240,9 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     async restartService(name) {
       const readyFile = join(runDir, `${name}.ready`);
       if (existsSync(readyFile)) await import('node:fs/promises').then((fs) => fs.rm(readyFile));
-      await launch(name);
+      // At its old address, as a rolling update's successor would be: its clients reconnect there.
+      const previous = services.get(name)?.address;
+      await launch(name, name, previous === undefined ? {} : { [PORT_ENV[name]]: portOf(previous) });
     },
     async addGateway() {
       const original = specs.get('edge-gateway')!;

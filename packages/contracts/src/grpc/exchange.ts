@@ -10,8 +10,13 @@ import type { CallContext } from './types.ts';
  * An exchange is a bidirectional stream carrying many small unary calls: each request message has
  * an `id` and the caller's trace context, and gets exactly one response with the same `id`. On a
  * hot path this saves, per call, an HTTP/2 stream with its headers, trailers and deadline timer
- * on both sides. When a stream breaks, unanswered idempotent calls are sent again on a new stream;
- * other calls fail as a broken unary call would.
+ * on both sides.
+ *
+ * A server shutting down says so first (a response with id 0, `not_taken`), answers the calls it
+ * took, refuses later ones with `not_taken` and ends the stream once the caller has ended its
+ * side: the caller sends refused calls again on a new stream, so a rolling update loses nothing.
+ * When a stream breaks instead (a crash), unanswered idempotent calls are sent again; other calls
+ * fail as a broken unary call would.
  */
 interface Envelope {
   id: bigint;
@@ -24,14 +29,18 @@ export interface ExchangeFailure {
   code: string;
   message: string;
   detailsJson: string;
+  /** The server did not take the call (it is shutting down): nothing was done. */
+  notTaken: boolean;
 }
+
+const NOT_TAKEN: ExchangeFailure = { code: '', message: 'the server is shutting down; send the call again', detailsJson: '', notTaken: true };
 
 /** A handler's error on the wire: domain errors keep code and details; anything else hides its cause. */
 export function toExchangeFailure(err: unknown): ExchangeFailure {
   if (err instanceof GatewayError) {
-    return { code: err.code, message: err.message, detailsJson: Object.keys(err.details).length > 0 ? JSON.stringify(err.details) : '' };
+    return { code: err.code, message: err.message, detailsJson: Object.keys(err.details).length > 0 ? JSON.stringify(err.details) : '', notTaken: false };
   }
-  return { code: '', message: 'internal error', detailsJson: '' };
+  return { code: '', message: 'internal error', detailsJson: '', notTaken: false };
 }
 
 /** The caller-side inverse of `toExchangeFailure`, as the unary client would have thrown it. */
@@ -53,11 +62,32 @@ function contextFrom(traceparent: string): Context {
   return traceparent === '' ? context.active() : propagation.extract(context.active(), { traceparent });
 }
 
+/** The `result` oneof every exchange response has: the call's own answer, or an error. */
+type Result = { case: string; value: unknown } | { case: 'error'; value: ExchangeFailure } | { case: undefined; value?: undefined };
+
+interface Response {
+  id: bigint;
+  result: Result;
+}
+
+const notTaken = (res: Response) => res.result.case === 'error' && (res.result.value as ExchangeFailure).notTaken;
+
+/** The answer of the expected kind from an exchange response, or the error it carries, thrown. */
+export function unwrapResult<T>(result: Result, expected: string, path: string): T {
+  if (result.case === expected) return result.value as T;
+  if (result.case === 'error') throw fromExchangeFailure(result.value as ExchangeFailure, path);
+  throw new RpcError(status.INTERNAL, `${path}: the exchange answered a ${result.case ?? 'empty'} result`);
+}
+
+type Duplex<O> = grpc.ClientDuplexStream<object, O>;
+
 interface Pending<O> {
   message: object;
   resolve: (res: O) => void;
   reject: (err: unknown) => void;
   timer: ReturnType<typeof setTimeout>;
+  /** The stream the call was last written to. */
+  stream: Duplex<O>;
 }
 
 export interface ExchangeClientOptions {
@@ -69,35 +99,24 @@ export interface ExchangeClientOptions {
   resend: boolean;
 }
 
-/** The `result` oneof every exchange response has: the call's own answer, or an error. */
-type Result = { case: string; value: unknown } | { case: 'error'; value: ExchangeFailure } | { case: undefined; value?: undefined };
-
-/** The answer of the expected kind from an exchange response, or the error it carries, thrown. */
-export function unwrapResult<T>(result: Result, expected: string, path: string): T {
-  if (result.case === expected) return result.value as T;
-  if (result.case === 'error') throw fromExchangeFailure(result.value as ExchangeFailure, path);
-  throw new RpcError(status.INTERNAL, `${path}: the exchange answered a ${result.case ?? 'empty'} result`);
-}
-
 /**
- * The calling side: one stream, opened on first use and again after it breaks. Each call has
- * its own deadline and client span. After a break, unanswered calls are resent on the next
- * stream when the calls are idempotent (the server answers a replay with the original outcome),
- * else they fail.
+ * The calling side: one stream for new calls, opened on first use and again after the server
+ * announces its shutdown or the stream breaks. Each call has its own deadline and client span.
  */
-export class ExchangeClient<O extends { id: bigint }> {
-  readonly #open: () => grpc.ClientDuplexStream<object, O>;
+export class ExchangeClient<O extends Response> {
+  readonly #open: () => Duplex<O>;
   readonly #service: string;
   readonly #defaultTimeoutMs: number;
   readonly #resend: boolean;
   readonly #pending = new Map<bigint, Pending<O>>();
-  #stream: grpc.ClientDuplexStream<object, O> | undefined;
+  /** The stream new calls go to; a stream whose server announced its shutdown is no longer it. */
+  #current: Duplex<O> | undefined;
   #nextId = 1n;
-  /** Streams in a row that ended without answering anything: the resend waits longer each time. */
+  /** Streams in a row that broke without answering anything: resends wait longer each time. */
   #fruitless = 0;
   #closed = false;
 
-  constructor(open: () => grpc.ClientDuplexStream<object, O>, opts: ExchangeClientOptions) {
+  constructor(open: () => Duplex<O>, opts: ExchangeClientOptions) {
     this.#open = open;
     this.#service = opts.service;
     this.#defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
@@ -115,63 +134,86 @@ export class ExchangeClient<O extends { id: bigint }> {
           this.#pending.delete(id);
           reject(new RpcError(status.DEADLINE_EXCEEDED, `/${this.#service}/${method}: DEADLINE_EXCEEDED no answer in time`));
         }, timeoutMs ?? this.#defaultTimeoutMs);
-        this.#pending.set(id, { message, resolve, reject, timer });
-        this.#streamFor().write(message);
+        const stream = this.#stream();
+        this.#pending.set(id, { message, resolve, reject, timer, stream });
+        stream.write(message);
       }),
     );
   }
 
-  /** Ends the stream; calls still waiting fail. */
+  /** Ends the streams; calls still waiting fail. */
   close(): void {
     this.#closed = true;
-    this.#stream?.cancel();
-    this.#stream = undefined;
-    this.#failPending(status.CANCELLED, 'the exchange is closed');
+    for (const p of this.#pending.values()) p.stream.cancel();
+    this.#current?.cancel();
+    this.#current = undefined;
+    for (const [id, p] of this.#pending) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}: CANCELLED the exchange is closed`));
   }
 
-  #failPending(code: status, why: string): void {
-    for (const [id, p] of this.#pending) {
-      clearTimeout(p.timer);
-      this.#pending.delete(id);
-      p.reject(new RpcError(code, `/${this.#service}: ${status[code]} ${why}`));
-    }
+  #settle(id: bigint, p: Pending<O>, outcome: O | Error): void {
+    this.#pending.delete(id);
+    clearTimeout(p.timer);
+    if (outcome instanceof Error) p.reject(outcome);
+    else p.resolve(outcome);
   }
 
-  #streamFor(): grpc.ClientDuplexStream<object, O> {
-    if (this.#stream) return this.#stream;
+  #waitingOn(stream: Duplex<O>): boolean {
+    for (const p of this.#pending.values()) if (p.stream === stream) return true;
+    return false;
+  }
+
+  #stream(): Duplex<O> {
+    if (this.#current) return this.#current;
     const stream = this.#open();
-    this.#stream = stream;
+    this.#current = stream;
     let answered = false;
+    /** A stream the server is retiring ends from our side once nothing waits on it. */
+    const retireIfIdle = () => {
+      if (this.#current !== stream && !this.#waitingOn(stream)) stream.end();
+    };
     stream.on('data', (res: O) => {
       answered = true;
+      this.#fruitless = 0;
+      if (res.id === 0n) {
+        // The server is shutting down: new calls go to a new stream (another replica, or its successor).
+        if (this.#current === stream) this.#current = undefined;
+        retireIfIdle();
+        return;
+      }
       const p = this.#pending.get(res.id);
       if (!p) return; // its deadline passed
-      this.#pending.delete(res.id);
-      clearTimeout(p.timer);
-      p.resolve(res);
+      if (notTaken(res)) {
+        if (this.#current === stream) this.#current = undefined;
+        p.stream = this.#stream();
+        p.stream.write(p.message); // nothing was done: sending it again is safe for any call
+      } else {
+        this.#settle(res.id, p, res);
+      }
+      retireIfIdle();
     });
     const over = () => {
-      if (this.#stream !== stream) return;
-      this.#stream = undefined;
+      if (this.#current === stream) this.#current = undefined;
       stream.cancel();
-      this.#fruitless = answered ? 0 : this.#fruitless + 1;
-      if (this.#resend) this.#resendLater();
-      else this.#failPending(status.UNAVAILABLE, 'the stream broke before the answer');
+      if (!answered) this.#fruitless++;
+      const unanswered = [...this.#pending].filter(([, p]) => p.stream === stream);
+      if (unanswered.length === 0 || this.#closed) return;
+      if (!this.#resend) {
+        for (const [id, p] of unanswered) this.#settle(id, p, new RpcError(status.UNAVAILABLE, `/${this.#service}: UNAVAILABLE the stream broke before the answer`));
+        return;
+      }
+      // Idempotent calls go again on a new stream: at once after a stream that worked, later after each that did not.
+      const delay = this.#fruitless === 0 ? 0 : Math.min(1_000, 10 * 2 ** this.#fruitless);
+      setTimeout(() => {
+        for (const [id, p] of unanswered) {
+          if (this.#closed || this.#pending.get(id) !== p) continue;
+          p.stream = this.#stream();
+          p.stream.write(p.message);
+        }
+      }, delay).unref();
     };
     stream.on('error', over);
     stream.on('end', over);
     return stream;
-  }
-
-  /** Sends the unanswered calls again on a new stream; right away after a stream that worked, later after each that did not. */
-  #resendLater(): void {
-    if (this.#pending.size === 0 || this.#closed) return;
-    const delay = this.#fruitless === 0 ? 0 : Math.min(1_000, 10 * 2 ** this.#fruitless);
-    setTimeout(() => {
-      if (this.#closed || this.#stream || this.#pending.size === 0) return;
-      const stream = this.#streamFor();
-      for (const p of this.#pending.values()) stream.write(p.message);
-    }, delay).unref();
   }
 }
 
@@ -182,33 +224,47 @@ export interface ServeExchangeOptions<I, O> {
   methodOf: (req: I) => string;
   /** Handles one message; resolves with its whole response (id included). `signal`: the caller went away. */
   handle: (req: I, signal: AbortSignal) => Promise<O>;
-  /** The response for a message whose handling failed. */
+  /** The response for a message whose handling failed (or was not taken). */
   fail: (req: I, failure: ExchangeFailure) => O;
   /** Called with every error that is not a domain error, so the service logs its cause. */
   onUnexpectedError?: (err: unknown, method: string) => void;
 }
 
+/** How long a shutting-down server waits for a caller to end its side once every taken call is answered. */
+const RETIRE_GRACE_MS = 1_000;
+
 /**
  * The serving side of one exchange stream: messages are handled concurrently, each as a call of
- * its own (a server span under the caller's trace), and answered with their id. When the server
- * drains, the stream takes no more messages, answers those it took, and ends; the caller resends
- * the rest on its next stream.
+ * its own (a server span under the caller's trace), and answered with their id. Resolves when
+ * the stream is over: the caller ended its side, went away, or (the server shutting down) every
+ * taken call is answered and the caller ended its side or the grace ran out.
  */
 export function serveExchange<I extends Envelope, O>(call: grpc.ServerDuplexStream<I, O>, ctx: CallContext, opts: ServeExchangeOptions<I, O>): Promise<void> {
   return new Promise((resolve) => {
     let inFlight = 0;
     let taking = true;
-    const finishIfIdle = () => {
-      if (taking || inFlight > 0) return;
-      ctx.draining.removeEventListener('abort', stopTaking);
+    let callerDone = false;
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    const finish = () => {
+      clearTimeout(grace);
+      ctx.draining.removeEventListener('abort', retire);
       resolve();
     };
-    const stopTaking = () => {
+    const check = () => {
+      if (inFlight > 0) return;
+      if (callerDone) finish();
+      else if (!taking) grace ??= setTimeout(finish, RETIRE_GRACE_MS);
+    };
+    const retire = () => {
       taking = false;
-      finishIfIdle();
+      if (!call.cancelled) call.write(opts.fail({ id: 0n, traceparent: '' } as I, NOT_TAKEN));
+      check();
     };
     call.on('data', (req: I) => {
-      if (!taking) return;
+      if (!taking) {
+        if (!call.cancelled) call.write(opts.fail(req, NOT_TAKEN));
+        return;
+      }
       inFlight++;
       const method = opts.methodOf(req);
       withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), () => opts.handle(req, ctx.signal))
@@ -219,13 +275,17 @@ export function serveExchange<I extends Envelope, O>(call: grpc.ServerDuplexStre
         .then((res) => {
           if (!call.cancelled) call.write(res);
           inFlight--;
-          finishIfIdle();
+          check();
         });
     });
-    call.on('end', stopTaking);
-    call.on('error', stopTaking);
-    call.once('cancelled', stopTaking);
-    if (ctx.draining.aborted) stopTaking();
-    else ctx.draining.addEventListener('abort', stopTaking, { once: true });
+    const callerEnded = () => {
+      callerDone = true;
+      check();
+    };
+    call.on('end', callerEnded);
+    call.on('error', callerEnded);
+    call.once('cancelled', callerEnded);
+    if (ctx.draining.aborted) retire();
+    else ctx.draining.addEventListener('abort', retire, { once: true });
   });
 }

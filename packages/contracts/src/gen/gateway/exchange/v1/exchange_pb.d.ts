@@ -37,6 +37,13 @@ export declare type ExchangeError = Message<"gateway.exchange.v1.ExchangeError">
    * @generated from field: string details_json = 3;
    */
   detailsJson: string;
+
+  /**
+   * The server did not take the call (it is shutting down): nothing was done.
+   *
+   * @generated from field: bool not_taken = 4;
+   */
+  notTaken: boolean;
 };
 
 /**

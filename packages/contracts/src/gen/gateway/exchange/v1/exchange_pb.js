@@ -8,7 +8,7 @@ import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file gateway/exchange/v1/exchange.proto.
  */
 export const file_gateway_exchange_v1_exchange = /*@__PURE__*/
-  fileDesc("CiJnYXRld2F5L2V4Y2hhbmdlL3YxL2V4Y2hhbmdlLnByb3RvEhNnYXRld2F5LmV4Y2hhbmdlLnYxIkQKDUV4Y2hhbmdlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhQKDGRldGFpbHNfanNvbhgDIAEoCWIGcHJvdG8z");
+  fileDesc("CiJnYXRld2F5L2V4Y2hhbmdlL3YxL2V4Y2hhbmdlLnByb3RvEhNnYXRld2F5LmV4Y2hhbmdlLnYxIlcKDUV4Y2hhbmdlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhQKDGRldGFpbHNfanNvbhgDIAEoCRIRCglub3RfdGFrZW4YBCABKAhiBnByb3RvMw");
 
 /**
  * Describes the message gateway.exchange.v1.ExchangeError.

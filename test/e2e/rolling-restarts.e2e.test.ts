@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSystem, ServiceName } from '../../scripts/system.ts';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { balanceOf, catalogClient, waitForListing } from '../support/clients.ts';
+import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Outcome {
+  status: number;
+  charged: number;
+  code?: string;
+}
+
+// A rolling update of billing or text while clients keep sending: the gateway reaches both over
+// long-lived exchange streams. The service shutting down answers what it took and refuses the
+// rest, which the gateway sends to its successor, so every request is served and billed exactly
+// once: the wallet moves by exactly what the answers say and the ledger audit stays clean.
+describe('rolling restarts of billing and text under load', () => {
+  let system: RunningSystem;
+
+  beforeAll(async () => {
+    system = await startTestSystem();
+    const catalog = catalogClient(system);
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    catalog.close();
+  }, 120_000);
+  afterAll(() => system?.stop());
+
+  /** Six clients send chat requests until told to stop, while `name` is stopped (SIGTERM) and started again. */
+  async function restartUnderLoad(name: ServiceName): Promise<{ outcomes: Outcome[]; accountId: string; funded: number }> {
+    const funded = 10_000_000;
+    const { apiKey, accountId } = await fundedAccount(system, funded);
+    await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '100000', '--per-minute', '10000000');
+    await waitForListing(system, apiKey, ['gpt-sim-mini']);
+    const outcomes: Outcome[] = [];
+    const running = { stop: false };
+    const client = async () => {
+      while (!running.stop) {
+        const res = await fetch(`${system.baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'gpt-sim-mini', max_tokens: 16, messages: [{ role: 'user', content: `through a restart of ${name}` }] }),
+        });
+        const body = (await res.json()) as { service?: { credit_charged: number }; error?: { code: string } };
+        outcomes.push({ status: res.status, charged: body.service?.credit_charged ?? 0, ...(body.error ? { code: body.error.code } : {}) });
+      }
+    };
+    const clients = Array.from({ length: 6 }, client);
+    await sleep(500);
+    const before = outcomes.length;
+    await system.stopService(name);
+    await system.restartService(name);
+    await sleep(700);
+    running.stop = true;
+    await Promise.all(clients);
+    expect(outcomes.length).toBeGreaterThan(before); // requests flowed across the restart
+    return { outcomes, accountId, funded };
+  }
+
+  for (const name of ['billing', 'text'] as const) {
+    it(`${name}: every request is served, charged once, and the wallet moves by exactly the charges`, async () => {
+      const { outcomes, accountId, funded } = await restartUnderLoad(name);
+      expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+      const charged = outcomes.reduce((sum, o) => sum + o.charged, 0);
+      expect(charged).toBeGreaterThan(0);
+      expect(await balanceOf(system, accountId)).toBe(funded - charged);
+      expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+    }, 90_000);
+  }
+});
