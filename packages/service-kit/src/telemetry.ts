@@ -3,7 +3,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { BatchSpanProcessor, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
+import { AlwaysOffSampler, BatchSpanProcessor, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 
 export interface TelemetryOptions {
   serviceName: string;
@@ -31,7 +31,13 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: `${opts.otlpEndpoint.replace(/\/$/, '')}/v1/traces` })));
   }
   const resource = resourceFromAttributes({ 'service.name': opts.serviceName });
-  const tracerProvider = new NodeTracerProvider({ resource, spanProcessors: processors });
+  // Spans that nothing exports are not recorded: without a collector, spans still carry the trace
+  // context (across services and into logs) but cost no timing, attributes or processing.
+  const tracerProvider = new NodeTracerProvider({
+    resource,
+    spanProcessors: processors,
+    ...(processors.length === 0 ? { sampler: new AlwaysOffSampler() } : {}),
+  });
   tracerProvider.register();
 
   const readers = opts.metricsPort === undefined ? [] : [new PrometheusExporter({ port: opts.metricsPort, host: '0.0.0.0' })];
