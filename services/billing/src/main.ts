@@ -5,6 +5,7 @@ import { billingEntities } from './db/entities.ts';
 import { billingMigrations } from './db/migrations/index.ts';
 import { releaseStaleHolds, startHoldSweeper } from './domain/hold-sweeper.ts';
 import { RequestMoney } from './domain/requests.ts';
+import { settleAbandonedImageJobs } from './events/image-job-abandoned.subscriber.ts';
 import { refundFailedVideoJobs } from './events/video-job-failed.subscriber.ts';
 import { billingHandler } from './grpc/billing.handler.ts';
 
@@ -38,6 +39,7 @@ await runGrpcService({
       },
     ]);
     onStop(await refundFailedVideoJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
+    onStop(await settleAbandonedImageJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
     onStop(startHoldSweeper(() => releaseStaleHolds(orm.em.fork(), money, env.HOLD_MAX_AGE_MS, now(), logger), env.HOLD_SWEEP_INTERVAL_MS, logger));
     return [
       [

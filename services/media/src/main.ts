@@ -31,6 +31,8 @@ await runGrpcService({
   name: 'media',
   defaultPort: 50054,
   database: { schema: 'media', entities: mediaEntities, migrations: mediaMigrations },
+  // Abandoned jobs are announced to billing (media.image_job.abandoned).
+  outbox: true,
   register: ({ orm, logger, onStop }) => {
     onStop(startImageJobPurge(() => purgeImageJobs(orm.em.fork(), policy, now()), env.IMAGE_PURGE_INTERVAL_MS, logger));
     onStop(() => providers.close());

@@ -32,9 +32,9 @@ export async function holdCredits(
   endpoint: string,
   worstUnits: bigint,
   text: boolean,
-  opts: { checkRateLimit?: boolean } = {},
+  opts: { checkRateLimit?: boolean; requestId?: string } = {},
 ): Promise<Hold> {
-  const requestId = randomUUID();
+  const requestId = opts.requestId ?? randomUUID();
   await billing.authorize({
     requestId,
     accountId: key.accountId,

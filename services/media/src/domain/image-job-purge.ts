@@ -1,7 +1,7 @@
 import type { Logger } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ImageJob } from '../db/entities.ts';
 import type { JobPolicy } from './image-jobs.ts';
+import { abandonStaleJobs } from './stale-jobs.ts';
 
 /** Rows deleted per statement, so one purge never holds a long lock or a huge transaction. */
 const BATCH = 500;
@@ -11,11 +11,7 @@ const BATCH = 500;
  * `expires_at` with its images, in batches. Returns what it did.
  */
 export async function purgeImageJobs(em: EntityManager, policy: JobPolicy, now: Date): Promise<{ staled: number; deleted: number }> {
-  const staled = await em.nativeUpdate(
-    ImageJob,
-    { status: 'running', createdAt: { $lt: new Date(now.getTime() - policy.staleAfterMs) } },
-    { status: 'abandoned', expiresAt: now },
-  );
+  const staled = await abandonStaleJobs(em, new Date(now.getTime() - policy.staleAfterMs), now);
   let deleted = 0;
   for (;;) {
     const res = await em.execute<{ affectedRows: number }>(

@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ImageJob, ImageJobImage } from '../db/entities.ts';
 import { isUniqueViolation } from '../db/pg-errors.ts';
 import type { ImageMimeType } from './image-bytes.ts';
+import { abandonStaleJobs } from './stale-jobs.ts';
 
 export type ImageOperationName = 'generate' | 'edit';
 
@@ -100,12 +101,7 @@ async function insertJob(em: EntityManager, input: BeginInput, policy: JobPolicy
  * Every condition names `status <> 'abandoned'` so the partial unique index serves the lookup.
  */
 async function freeKey(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<void> {
-  await em.execute(
-    `update image_job set status = 'abandoned', expires_at = ?
-     where account_id = ? and idempotency_key = ? and status <> 'abandoned' and status = 'running' and created_at < ?`,
-    [now, input.accountId, input.idempotencyKey, new Date(now.getTime() - policy.staleAfterMs)],
-    'run',
-  );
+  await abandonStaleJobs(em, new Date(now.getTime() - policy.staleAfterMs), now, input);
   await em.execute(
     `delete from image_job where account_id = ? and idempotency_key = ? and status <> 'abandoned' and expires_at <= ?`,
     [input.accountId, input.idempotencyKey, now],

@@ -236,6 +236,43 @@ export declare type VideoJobFailed = Message<"gateway.events.v1.VideoJobFailed">
 export declare const VideoJobFailedSchema: GenMessage<VideoJobFailed>;
 
 /**
+ * ImageJobAbandoned is published on `media.image_job.abandoned` when an image job is found still
+ * running long after any request could have (its gateway died mid-request): billing gives its
+ * hold back, releasing it if still open or refunding it if it was charged, exactly once (by
+ * `job_id`), so a client never pays for images it did not receive.
+ *
+ * @generated from message gateway.events.v1.ImageJobAbandoned
+ */
+export declare type ImageJobAbandoned = Message<"gateway.events.v1.ImageJobAbandoned"> & {
+  /**
+   * Unique event id (`<job id>:abandoned`).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The job, also the id of its hold in billing.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * Owning account.
+   *
+   * @generated from field: string account_id = 3;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message gateway.events.v1.ImageJobAbandoned.
+ * Use `create(ImageJobAbandonedSchema)` to create a new message.
+ */
+export declare const ImageJobAbandonedSchema: GenMessage<ImageJobAbandoned>;
+
+/**
  * RefundCompleted is published on `billing.refund.completed` when billing refunded a charge.
  *
  * @generated from message gateway.events.v1.RefundCompleted
@@ -249,7 +286,7 @@ export declare type RefundCompleted = Message<"gateway.events.v1.RefundCompleted
   eventId: string;
 
   /**
-   * The refunded request (a video job id).
+   * The refunded request (a video or image job id).
    *
    * @generated from field: string request_id = 2;
    */
