@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { ROOT, stopChild, waitForReadyFile } from '../../scripts/system.ts';
+import { billingV1, catalogV1, createClient } from '@gw/contracts';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { ROOT, startSystem, stopChild, waitForReadyFile, type RunningSystem } from '../../scripts/system.ts';
 
 /** Benchmarks run in a database of their own, dropped at the end. */
 export async function scratchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -76,3 +79,77 @@ export async function runFixed(concurrency: number, seconds: number, op: (worker
 
 export const fmt = (r: RunResult) =>
   `${r.perSecond.toFixed(0).padStart(6)}/s  p50 ${r.p50.toFixed(2).padStart(6)} ms  p99 ${r.p99.toFixed(2).padStart(6)} ms  (${r.ops} ops, ${r.errors} errors)`;
+
+/**
+ * The whole system on free ports in a scratch database, with the demo models, one account funded
+ * far beyond any run and its API key; rate limits out of the way. `stop` also drops the database.
+ */
+export async function startBenchSystem(): Promise<{ system: RunningSystem; apiKey: string; stop: () => Promise<void> }> {
+  const db = await scratchDatabase();
+  const system = await startSystem({
+    databaseUrl: db.url,
+    natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+    eventsNamespace: `bench${Date.now().toString(36)}`,
+    gatewayPort: 0,
+    internalPorts: 'random',
+    logs: mkdtempSync(join(tmpdir(), 'gw-bench-logs-')),
+    env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '100000000' },
+  });
+  const stop = async () => {
+    await system.stop();
+    await db.drop();
+  };
+  try {
+    const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    catalog.close();
+    const billing = createClient(billingV1.BillingService, system.billingAddr);
+    const { accountId } = await billing.createAccount({ name: 'bench' });
+    await billing.topUp({ accountId, credits: 1_000_000_000_000n, reference: `bench-${accountId}` });
+    const { apiKey } = await billing.createApiKey({ accountId, name: 'bench' });
+    billing.close();
+    await new Promise((r) => setTimeout(r, 1_500)); // the gateway reloads the catalog on the change event
+    return { system, apiKey, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+export interface Sample {
+  total: number;
+  firstByte: number;
+}
+
+/** One POST over a kept-alive connection; resolves with total time and time to the first chunk of body containing `marker`. */
+export function post(url: URL, headers: Record<string, string>, body: string, marker: string): Promise<Sample> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    let firstByte = 0;
+    const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let buffered = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (firstByte === 0) {
+          buffered += chunk;
+          if (buffered.includes(marker)) firstByte = performance.now() - start;
+        }
+      });
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+        else resolve({ total: performance.now() - start, firstByte: firstByte || performance.now() - start });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The chat-completions request both text benchmarks send. */
+export function chatBody(stream: boolean): string {
+  const messages = [{ role: 'user', content: 'Write one short sentence about latency.' }];
+  return JSON.stringify({ model: 'gpt-sim-mini', messages, max_tokens: 32, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+}

@@ -1,11 +1,4 @@
-import { request, Agent } from 'node:http';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { billingV1, catalogV1, createClient } from '@gw/contracts';
-import { startSystem } from '../../scripts/system.ts';
-import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { scratchDatabase } from './support.ts';
+import { chatBody, post, startBenchSystem, type Sample } from './support.ts';
 
 /**
  * `pnpm bench:text`: the gateway's overhead on the text path. In one run, on this machine, the
@@ -17,38 +10,6 @@ import { scratchDatabase } from './support.ts';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const LOW = 1;
 const HIGH = Number(process.env.BENCH_CONCURRENCY ?? 32);
-
-interface Sample {
-  total: number;
-  firstByte: number;
-}
-
-const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-
-/** One POST; resolves with total time and time to the first chunk of body containing `marker`. */
-function post(url: URL, headers: Record<string, string>, body: string, marker: string): Promise<Sample> {
-  return new Promise((resolve, reject) => {
-    const start = performance.now();
-    let firstByte = 0;
-    const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      let buffered = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        if (firstByte === 0) {
-          buffered += chunk;
-          if (buffered.includes(marker)) firstByte = performance.now() - start;
-        }
-      });
-      res.on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
-        else resolve({ total: performance.now() - start, firstByte: firstByte || performance.now() - start });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 interface Result {
   rps: number;
@@ -86,30 +47,10 @@ async function load(concurrency: number, send: () => Promise<Sample>): Promise<R
   return { rps: totals.length / elapsed, p50: pct(totals, 0.5), p99: pct(totals, 0.99), ttft50: pct(firsts, 0.5), ttft99: pct(firsts, 0.99), errors };
 }
 
-const db = await scratchDatabase();
-const system = await startSystem({
-  databaseUrl: db.url,
-  natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
-  eventsNamespace: `bench${Date.now().toString(36)}`,
-  gatewayPort: 0,
-  internalPorts: 'random',
-  logs: mkdtempSync(join(tmpdir(), 'gw-bench-logs-')),
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '100000000' },
-});
+const { system, apiKey, stop } = await startBenchSystem();
 try {
-  const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
-  for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-  catalog.close();
-  const billing = createClient(billingV1.BillingService, system.billingAddr);
-  const { accountId } = await billing.createAccount({ name: 'bench' });
-  await billing.topUp({ accountId, credits: 1_000_000_000_000n, reference: `bench-${accountId}` });
-  const { apiKey } = await billing.createApiKey({ accountId, name: 'bench' });
-  billing.close();
-  await new Promise((r) => setTimeout(r, 1_500)); // the gateway reloads the catalog on the change event
-
-  const messages = [{ role: 'user', content: 'Write one short sentence about latency.' }];
-  const plain = JSON.stringify({ model: 'gpt-sim-mini', messages, max_tokens: 32 });
-  const streamed = JSON.stringify({ model: 'gpt-sim-mini', messages, max_tokens: 32, stream: true, stream_options: { include_usage: true } });
+  const plain = chatBody(false);
+  const streamed = chatBody(true);
   const sim = new URL(`${system.simulatorUrl}/openai/v1/chat/completions`);
   const gw = new URL(`${system.baseUrl}/chat/completions`);
   const simAuth = { authorization: 'Bearer sim-openai-key' };
@@ -139,6 +80,5 @@ try {
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
-  await system.stop();
-  await db.drop();
+  await stop();
 }
