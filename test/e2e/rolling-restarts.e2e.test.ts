@@ -27,8 +27,11 @@ describe('rolling restarts of billing and text under load', () => {
   }, 120_000);
   afterAll(() => system?.stop());
 
-  /** Six clients send chat requests until told to stop, while `name` is stopped (SIGTERM) and started again. */
-  async function restartUnderLoad(name: ServiceName): Promise<{ outcomes: Outcome[]; accountId: string; funded: number }> {
+  /**
+   * Six clients send chat requests until told to stop, while `name` is stopped (SIGTERM, or
+   * SIGKILL: a crash) and started again.
+   */
+  async function restartUnderLoad(name: ServiceName, how: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<{ outcomes: Outcome[]; accountId: string; funded: number }> {
     const funded = 10_000_000;
     const { apiKey, accountId } = await fundedAccount(system, funded);
     await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '100000', '--per-minute', '10000000');
@@ -49,7 +52,13 @@ describe('rolling restarts of billing and text under load', () => {
     const clients = Array.from({ length: 6 }, client);
     await sleep(500);
     const before = outcomes.length;
-    await system.stopService(name);
+    if (how === 'SIGTERM') await system.stopService(name);
+    else {
+      const child = system.services.get(name)!.child;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
     await system.restartService(name);
     await sleep(700);
     running.stop = true;
@@ -68,4 +77,26 @@ describe('rolling restarts of billing and text under load', () => {
       expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
     }, 90_000);
   }
+
+  // A crash answers nothing. Billing's calls are idempotent and are sent again to its successor:
+  // nothing is lost or charged twice. A Generate in flight on the crashed text service fails as a
+  // unary call would; its hold is released, so it charges nothing.
+  it('billing crashed (SIGKILL): every request is still served and charged exactly once', async () => {
+    const { outcomes, accountId, funded } = await restartUnderLoad('billing', 'SIGKILL');
+    expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+    const charged = outcomes.reduce((sum, o) => sum + o.charged, 0);
+    expect(await balanceOf(system, accountId)).toBe(funded - charged);
+    expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+  }, 90_000);
+
+  it('text crashed (SIGKILL): requests in flight fail with an upstream error and charge nothing; the rest are served', async () => {
+    const { outcomes, accountId, funded } = await restartUnderLoad('text', 'SIGKILL');
+    const failed = outcomes.filter((o) => o.status !== 200);
+    expect(failed.length).toBeLessThanOrEqual(6); // at most the requests in flight at the crash
+    for (const f of failed) expect(f).toMatchObject({ status: 502, code: 'upstream_error', charged: 0 });
+    expect(outcomes.filter((o) => o.status === 200).length).toBeGreaterThan(failed.length);
+    const charged = outcomes.reduce((sum, o) => sum + o.charged, 0);
+    expect(await balanceOf(system, accountId)).toBe(funded - charged);
+    expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+  }, 90_000);
 });
