@@ -267,6 +267,10 @@ describe('helm lint and helm template', () => {
     }
     const console = named(objs, 'Deployment', `${PREFIX}-console`).spec.template.spec.containers[0]!;
     expect(console.env?.map((e) => `${e.name}<-${e.valueFrom?.secretKeyRef.name}`).sort()).toEqual(['DATABASE_URL<-gateway-database', 'SESSION_SECRET<-gateway-console']);
+    // The operator endpoint's token comes from a Secret when one is named (it is off otherwise).
+    const withToken = render(nested({ ...EVERYTHING_ENABLED, 'console.adminToken.existingSecret': 'gateway-console' }));
+    const tokenEnv = named(withToken, 'Deployment', `${PREFIX}-console`).spec.template.spec.containers[0]!.env?.find((e) => e.name === 'CONSOLE_ADMIN_TOKEN');
+    expect(tokenEnv?.valueFrom?.secretKeyRef).toEqual({ name: 'gateway-console', key: 'CONSOLE_ADMIN_TOKEN' });
     const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
     expect(from('billing')).toEqual(['console', 'edge-gateway', 'video-jobs']);
     expect(from('catalog')).toEqual(['console', 'edge-gateway']);

@@ -95,6 +95,13 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
     secretKeyRef:
       name: {{ $root.Values.console.sessionSecret.existingSecret }}
       key: {{ $root.Values.console.sessionSecret.key }}
+{{- if $root.Values.console.adminToken.existingSecret }}
+- name: CONSOLE_ADMIN_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ $root.Values.console.adminToken.existingSecret }}
+      key: {{ $root.Values.console.adminToken.key }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
