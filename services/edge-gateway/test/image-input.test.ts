@@ -1,7 +1,8 @@
 import { crc32, deflateSync } from 'node:zlib';
 import { GatewayError } from '@gw/errors';
 import { describe, expect, it } from 'vitest';
-import { decodeImageInput, MAX_IMAGE_BASE64_CHARS, MAX_IMAGE_BYTES, sniffImageType } from '../src/generation/image-input.ts';
+import { sniffImageType } from '@gw/image-types';
+import { decodeImageInput, MAX_IMAGE_BASE64_CHARS, MAX_IMAGE_BYTES } from '../src/generation/image-input.ts';
 
 /** A real 1x1 greyscale PNG: signature, IHDR, IDAT, IEND, with their CRCs. */
 const PNG = png1x1();

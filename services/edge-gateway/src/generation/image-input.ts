@@ -1,8 +1,7 @@
 import { GatewayError } from '@gw/errors';
+import { IMAGE_MIME_TYPES, sniffImageType, type ImageMimeType } from '@gw/image-types';
 
-/** The source-image types of spec 2.4 and section 8. */
-export type ImageMimeType = 'image/png' | 'image/jpeg' | 'image/webp';
-export const IMAGE_MIME_TYPES: readonly ImageMimeType[] = ['image/png', 'image/jpeg', 'image/webp'];
+export type { ImageMimeType } from '@gw/image-types';
 
 /** Spec 8: at most 8 MB decoded per source image (MB = 1024 x 1024 bytes). */
 export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
@@ -17,27 +16,9 @@ export interface DecodedImage {
   mimeType: ImageMimeType;
 }
 
-const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const DATA_URL = /^data:([^;,]*);base64,/i;
 const KINDS = 'image/png, image/jpeg or image/webp';
-
-function ascii(bytes: Uint8Array, start: number, end: number): string {
-  return String.fromCharCode(...bytes.subarray(start, end));
-}
-
-/**
- * The image type by magic bytes: the PNG signature followed by its IHDR chunk, the JPEG SOI
- * marker followed by another marker, or a RIFF container of type WEBP holding a VP8 chunk.
- */
-export function sniffImageType(bytes: Uint8Array): ImageMimeType | undefined {
-  if (bytes.length >= 16 && PNG_SIGNATURE.every((b, i) => bytes[i] === b) && ascii(bytes, 12, 16) === 'IHDR') return 'image/png';
-  if (bytes.length >= 4 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
-  if (bytes.length >= 16 && ascii(bytes, 0, 4) === 'RIFF' && ascii(bytes, 8, 12) === 'WEBP' && ascii(bytes, 12, 15) === 'VP8') {
-    return 'image/webp';
-  }
-  return undefined;
-}
 
 function invalid(message: string): GatewayError {
   return new GatewayError('invalid_request', message);

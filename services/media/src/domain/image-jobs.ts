@@ -3,7 +3,7 @@ import { GatewayError } from '@gw/errors';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ImageJob, ImageJobImage } from '../db/entities.ts';
 import { isUniqueViolation } from '../db/pg-errors.ts';
-import type { ImageMimeType } from './image-bytes.ts';
+import type { ImageMimeType } from '@gw/image-types';
 import { abandonStaleJobs } from './stale-jobs.ts';
 
 export type ImageOperationName = 'generate' | 'edit';

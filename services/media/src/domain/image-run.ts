@@ -3,7 +3,7 @@ import { GatewayError } from '@gw/errors';
 import { fetchProviderImage, malformed, ProviderError, type FallbackRouter, type GeneratedImage, type ProviderAdapter, type ProviderRegistry } from '@gw/providers';
 import type { Logger } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { sniffImageType, type ImageMimeType } from './image-bytes.ts';
+import { IMAGE_MIME_TYPES, sniffImageType, type ImageMimeType } from '@gw/image-types';
 import { abandonImageJob, claimRun, recordOutput, type ImageOperationName, type StoredImage } from './image-jobs.ts';
 
 export interface RunDeps {
@@ -17,7 +17,7 @@ export interface RunDeps {
   logger: Logger;
 }
 
-const MIME_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/webp'] satisfies ImageMimeType[];
+const MIME_TYPES: readonly string[] = IMAGE_MIME_TYPES;
 const MAX_PROMPT_CHARS = 4000;
 const MAX_IMAGES = 4;
 

@@ -1,5 +1,6 @@
-/** The encodings media hands back; the public API promises nothing else. */
+/** The image types the API accepts as sources and returns (spec 2.4 and section 8); nothing else. */
 export type ImageMimeType = 'image/png' | 'image/jpeg' | 'image/webp';
+export const IMAGE_MIME_TYPES: readonly ImageMimeType[] = ['image/png', 'image/jpeg', 'image/webp'];
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -8,9 +9,9 @@ function ascii(bytes: Uint8Array, start: number, end: number): string {
 }
 
 /**
- * What the bytes are by their magic numbers (PNG signature and IHDR, JPEG SOI, RIFF/WEBP with a
- * VP8 chunk), whatever a provider claimed: a provider's declared type or a download's
- * content-type can be wrong, the answer's `mime_type` must not be.
+ * What the bytes are by their magic numbers, whatever anyone declared: the PNG signature followed
+ * by its IHDR chunk, the JPEG SOI marker followed by another marker, or a RIFF container of type
+ * WEBP holding a VP8 chunk. Used on client uploads (gateway) and on provider answers (media).
  */
 export function sniffImageType(bytes: Uint8Array): ImageMimeType | undefined {
   if (bytes.length >= 16 && PNG_SIGNATURE.every((b, i) => bytes[i] === b) && ascii(bytes, 12, 16) === 'IHDR') return 'image/png';
