@@ -227,6 +227,19 @@ describe('account dashboard in a browser', () => {
     expect(await pageA.getByRole('img', { name: /Credits by day/ }).count()).toBe(1);
   }, 30_000);
 
+  it('the operator CLI issues a password reset link for an existing member, which opens the set-password form', async () => {
+    const email = `reset-${Date.now()}@example.com`;
+    const context = await browser.newContext();
+    await onboard(context, bravo.accountId, email, PASSWORD_B);
+    await context.close();
+    const reset = (await admin(system, 'user', 'reset-password', '--email', email)) as { user_id: string; set_password_url: string };
+    expect(reset.user_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(reset.set_password_url).toContain(`${system.consoleUrl}/set-password?token=`);
+    const form = await fetch(reset.set_password_url);
+    expect(form.status).toBe(200);
+    expect(await form.text()).toContain('Set password');
+  });
+
   it('signs out, and a signed-out browser is sent to the sign-in page', async () => {
     await pageB.goto(`${system.consoleUrl}/account`);
     await pageB.getByRole('button', { name: 'Log out everywhere' }).click();

@@ -292,4 +292,44 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect((await admin({ account_id: accountA, email: email.toUpperCase() })).statusCode).toBe(200);
     expect((await admin({ account_id: accountB, email })).json()).toMatchObject({ error: { code: 'duplicate_request' } });
   });
+
+  it('admin endpoint: answers direct connections only, never a request that came through a proxy or ingress', async () => {
+    for (const header of [{ 'x-forwarded-for': '203.0.113.7' }, { forwarded: 'for=203.0.113.7' }]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/internal/members',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...header },
+        payload: { account_id: accountA, email: `proxied-${randomUUID()}@example.com` },
+      });
+      expect(res.statusCode).toBe(404);
+    }
+  });
+
+  it('a forgotten password: the operator issues a reset link; using it sets the new password and ends every session', async () => {
+    const { browser, email } = await signedIn(accountA);
+    expect((await browser.get('/keys')).statusCode).toBe(200);
+    const reset = (url = '/internal/members/reset-password', body: unknown = { email }) =>
+      app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body as Record<string, unknown> });
+    expect((await reset(undefined, { email: `nobody-${randomUUID()}@example.com` })).statusCode).toBe(404);
+    expect((await reset(undefined, {})).statusCode).toBe(400);
+    const res = await reset();
+    expect(res.statusCode).toBe(200);
+    const link = new URL((res.json() as { set_password_url: string }).set_password_url);
+    // Until the link is used, the current password and session keep working.
+    expect((await browser.get('/keys')).statusCode).toBe(200);
+
+    const other = new InjectBrowser(app, ORIGIN);
+    await other.get(`${link.pathname}${link.search}`);
+    const fresh = 'a brand new long passphrase';
+    const set = await other.post('/set-password', { csrf_token: other.csrf(), token: link.searchParams.get('token')!, password: fresh, confirm: fresh });
+    expect(set.statusCode).toBe(303);
+    expect((await browser.get('/keys')).statusCode).toBe(303); // the old session ended
+
+    const oldLogin = new InjectBrowser(app, ORIGIN);
+    await oldLogin.get('/login');
+    expect((await oldLogin.post('/login', { csrf_token: oldLogin.csrf(), email, password: PASSWORD })).headers.location).not.toBe('/keys');
+    const newLogin = new InjectBrowser(app, ORIGIN);
+    await newLogin.get('/login');
+    expect((await newLogin.post('/login', { csrf_token: newLogin.csrf(), email, password: fresh })).headers.location).toBe('/keys');
+  });
 });

@@ -54,4 +54,15 @@ export function userCommands(program: Command, run: Run): void {
         return { user_id: res.user_id, set_password_url: res.set_password_url };
       }, !!o.json),
     );
+  user
+    .command('reset-password')
+    .description('prints a one-time link for a member to choose a new password (the current one works until it is used)')
+    .requiredOption('--email <email>', 'the member\'s address')
+    .option('--json', 'print one JSON object')
+    .action((o: { email: string; json?: boolean }) =>
+      run(async () => {
+        const res = await postConsole('/internal/members/reset-password', { email: o.email });
+        return { user_id: res.user_id, set_password_url: res.set_password_url };
+      }, !!o.json),
+    );
 }

@@ -15,13 +15,17 @@ const CreateMember = z.object({
   generate_password: z.boolean().optional(),
 });
 
+const ResetPassword = z.object({ email: z.string().max(EMAIL_MAX) });
+
 const fail = (code: string, message: string) => ({ error: { code, message } });
 
 /**
- * The operator's endpoint (used by `pnpm admin user create`): members are created by operators
- * only. It is not for browsers: a bearer token (CONSOLE_ADMIN_TOKEN) instead of a session, JSON
- * in and out, and it is absent altogether when no token is configured. Deployments should not
- * route `/internal/` from the internet.
+ * The operator's endpoint (used by `pnpm admin user create` and `user reset-password`): members
+ * are created by operators only. It is not for browsers: a bearer token (CONSOLE_ADMIN_TOKEN)
+ * instead of a session, JSON in and out, and it is absent altogether when no token is configured.
+ * It answers direct connections only (in-cluster, or `kubectl port-forward`): a request that came
+ * through a proxy or an ingress carries `X-Forwarded-For` or `Forwarded` and finds nothing here,
+ * so routing the console's paths from the internet does not expose it.
  */
 export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   const token = deps.adminToken;
@@ -29,6 +33,10 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
 
   app.addHook('onRequest', async (request, reply) => {
     if (!request.url.startsWith('/internal/')) return;
+    if (request.headers['x-forwarded-for'] !== undefined || request.headers.forwarded !== undefined) {
+      request.log.warn('admin endpoint: refused a request that came through a proxy');
+      return reply.code(404).send(fail('not_found', 'Not found.'));
+    }
     const given = request.headers.authorization ?? '';
     if (!given.startsWith('Bearer ') || !safeEqual(given.slice('Bearer '.length), token)) {
       request.log.warn('admin endpoint: bad or missing token');
@@ -63,5 +71,20 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     const secret = await deps.members.issueSetPasswordToken(member.memberId);
     const url = `${deps.originOf(request)}/set-password?token=${encodeURIComponent(secret)}`;
     return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, set_password_url: url });
+  });
+
+  /**
+   * A new one-time set-password link for an existing member (a forgotten password). Their current
+   * password keeps working until the link is used; using it ends all their sessions.
+   */
+  app.post('/internal/members/reset-password', async (request, reply) => {
+    const parsed = ResetPassword.safeParse(request.body);
+    if (!parsed.success) return reply.code(400).send(fail('invalid_request', 'Send {"email"} as JSON.'));
+    const member = await deps.members.byEmail(parsed.data.email);
+    if (!member) return reply.code(404).send(fail('not_found', 'No member with this e-mail address.'));
+    const secret = await deps.members.issueSetPasswordToken(member.id);
+    request.log.info({ member: member.id }, 'password reset link issued by operator');
+    const url = `${deps.originOf(request)}/set-password?token=${encodeURIComponent(secret)}`;
+    return reply.code(200).send({ user_id: member.id, set_password_url: url });
   });
 }
