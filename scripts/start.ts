@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { billingV1, catalogV1, createClient } from '@gw/contracts';
 import { DATA_DIR, ensureDatabase, resolveNats, resolvePostgres } from './infra.ts';
@@ -19,11 +20,22 @@ const nats = await resolveNats(log);
 const gatewayPort = Number(process.env.GATEWAY_PORT ?? 8080);
 const consolePort = Number(process.env.CONSOLE_PORT ?? 8081);
 
+/** The dashboard's session secret, made once and kept (owner-only) so sign-ins survive a restart. */
+function consoleSessionSecret(): string {
+  const file = join(DATA_DIR, 'console-session-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(DATA_DIR, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, secret, { mode: 0o600 });
+  return secret;
+}
+
 const system = await startSystem({
   databaseUrl: postgres.url,
   natsUrl: nats.url,
   gatewayPort,
   consolePort,
+  consoleSessionSecret: consoleSessionSecret(),
   // Internal gRPC ports are picked free: fixed ones in the ephemeral range (50051+) can be taken by any
   // outgoing connection. `pnpm admin` finds them in .data/local-run.json.
   internalPorts: 'random',

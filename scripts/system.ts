@@ -32,6 +32,8 @@ export interface SystemOptions {
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
   /** Account dashboard port; 0 picks a free one. Default: 8081 with fixed ports, else free. */
   consolePort?: number;
+  /** The dashboard's session-signing secret; a new one per start without it (sessions end with the system). */
+  consoleSessionSecret?: string;
 }
 
 export type ServiceName = 'provider-simulator' | 'billing' | 'catalog' | 'text' | 'media' | 'video-jobs' | 'edge-gateway' | 'console';
@@ -281,9 +283,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     grpc('text', { PROVIDERS: providers });
     grpc('media', { PROVIDERS: providers });
     grpc('video-jobs', { PROVIDERS: providers, BILLING_ADDR: system.billingAddr });
-    // The dashboard over plain http on loopback, hence cookies without `Secure`. Its session
-    // secret is new on every start (signed-in sessions end with the system).
-    const consoleSecret = randomBytes(32).toString('base64url');
+    // The dashboard over plain http on loopback, hence cookies without `Secure`.
+    const consoleSecret = opts.consoleSessionSecret ?? randomBytes(32).toString('base64url');
     specs.set('console', () => ({
       CONSOLE_HOST: '127.0.0.1',
       CONSOLE_PORT: String(opts.consolePort ?? port('console')),
