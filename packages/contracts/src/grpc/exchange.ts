@@ -191,7 +191,10 @@ export class ExchangeClient<O extends Response> {
       }
       retireIfIdle();
     });
-    const over = () => {
+    let over = false;
+    const onOver = () => {
+      if (over) return; // 'error' and 'end' can both come
+      over = true;
       if (this.#current === stream) this.#current = undefined;
       stream.cancel();
       if (!answered) this.#fruitless++;
@@ -211,8 +214,8 @@ export class ExchangeClient<O extends Response> {
         }
       }, delay).unref();
     };
-    stream.on('error', over);
-    stream.on('end', over);
+    stream.on('error', onOver);
+    stream.on('end', onOver);
     return stream;
   }
 }
