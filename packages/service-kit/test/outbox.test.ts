@@ -158,6 +158,28 @@ describe('transactional outbox and idempotent consumer (real Postgres, real JetS
     expect((await jsm.streams.info(stream)).state.messages).toBe(2);
   }, 40_000);
 
+  it('publishes a committed event at once, woken by the commit (no waiting for the poll)', async () => {
+    const relay = new OutboxRelay({ orm, nats: nc, namespace: ns, logger, pollMs: 60_000 });
+    await relay.publishPending();
+    relay.start();
+    try {
+      await sleep(300); // the relay has done its first round and listens
+      await orm.em.fork().transactional(async (tx) => {
+        tx.create(Thing, { id: 'notified', state: 'x' });
+        enqueueEvent(tx, { subject: 'thing.item.notified', payload: Buffer.from('notified'), msgId: 'ev-notified' });
+        await tx.flush();
+      });
+      const started = Date.now();
+      expect(await untilTrue(async () => (await pending()) === 0, 5_000)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(2_000); // the poll would have taken a minute
+      const jsm = await jetstreamManager(nc);
+      const msg = await jsm.streams.getMessage(`${ns}_THING`, { last_by_subj: `${ns}.thing.item.notified` });
+      expect(Buffer.from(msg!.data).toString()).toBe('notified');
+    } finally {
+      await relay.stop();
+    }
+  });
+
   it('processes a redelivered event once', async () => {
     const seen: string[] = [];
     let failFirst = true;

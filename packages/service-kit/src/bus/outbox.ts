@@ -36,6 +36,17 @@ export function enqueueEvent(em: EntityManager, event: OutgoingEvent): void {
 
 const tracer = () => trace.getTracer('@gw/service-kit/bus');
 
+/** What the relay uses of `pg`'s pool and its clients (the pool MikroORM holds). */
+interface PgListener {
+  query(sql: string): Promise<unknown>;
+  on(event: 'notification', listener: () => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  release(destroy?: boolean): void;
+}
+interface PgPool {
+  connect(): Promise<PgListener>;
+}
+
 /** Publishes one event in a PRODUCER span, child of the transaction that wrote it; consumers continue the trace. */
 async function publishTraced(js: JetStreamClient, subject: string, payload: Uint8Array, msgId: string, traceparent: string | null): Promise<void> {
   const parent = traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
@@ -57,7 +68,10 @@ export interface RelayOptions {
   nats: NatsConnection;
   namespace: string;
   logger: Logger;
-  /** How often to look for new events when idle. */
+  /**
+   * How often to look for new events when idle. Commits announce their events (LISTEN/NOTIFY) and
+   * wake the relay at once; the poll is the safety net should that connection be down.
+   */
   pollMs?: number;
   batchSize?: number;
   /** Per-publish wait for the stream's acknowledgement. */
@@ -76,19 +90,62 @@ export class OutboxRelay {
   #stopped = false;
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
+  /** A wake-up came while a round was running: the next round starts at once. */
+  #kicked = false;
+  #listener: PgListener | null = null;
+  #relisten: ReturnType<typeof setTimeout> | undefined;
 
   constructor(opts: RelayOptions) {
-    this.#opts = { pollMs: 100, batchSize: 100, publishTimeoutMs: 2_000, ...opts };
+    this.#opts = { pollMs: 500, batchSize: 100, publishTimeoutMs: 2_000, ...opts };
     this.#js = jetstream(opts.nats, { timeout: this.#opts.publishTimeoutMs });
   }
 
   start(): void {
     this.#loop ??= this.#run();
+    void this.#listen();
   }
 
   /** Looks for events now instead of at the next poll (e.g. right after a commit). */
   kick(): void {
+    this.#kicked = true;
     this.#wake?.();
+  }
+
+  /**
+   * Holds one pooled connection listening on `outbox_<schema>` (see Migration000BusNotify) and
+   * kicks the relay on every notification. A lost connection is replaced after a second; events
+   * meanwhile wait for the poll.
+   */
+  async #listen(): Promise<void> {
+    if (this.#stopped) return;
+    const schema = this.#opts.orm.config.get('schema') as string;
+    const retry = (err: unknown) => {
+      this.#listener?.release(true);
+      this.#listener = null;
+      if (this.#stopped) return;
+      this.#opts.logger.warn({ err: (err as Error | undefined)?.message }, 'outbox notifications lost; polling until they are back');
+      clearTimeout(this.#relisten);
+      this.#relisten = setTimeout(() => void this.#listen(), 1_000);
+      this.#relisten.unref();
+    };
+    try {
+      const pool = await (this.#opts.orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgPool> }).getNativeClient();
+      const client = await pool.connect();
+      this.#listener = client;
+      client.on('notification', () => this.kick());
+      client.on('error', retry);
+      await client.query(`listen "outbox_${schema}"`);
+      if (this.#stopped) this.#closeListener();
+      else this.kick(); // rows committed before we listened
+    } catch (err) {
+      retry(err);
+    }
+  }
+
+  #closeListener(): void {
+    clearTimeout(this.#relisten);
+    this.#listener?.release(true);
+    this.#listener = null;
   }
 
   /** Publishes what is pending now; resolves with the number published. Used by tests and `start`. */
@@ -129,6 +186,10 @@ export class OutboxRelay {
         this.#opts.logger.warn({ err: (err as Error).message, retryInMs: backoff }, 'outbox publish failed; events wait');
       }
       if (this.#stopped) break;
+      if (this.#kicked && backoff === 0) {
+        this.#kicked = false;
+        continue;
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, backoff || this.#opts.pollMs);
         this.#wake = () => {
@@ -137,12 +198,14 @@ export class OutboxRelay {
         };
       });
       this.#wake = null;
+      this.#kicked = false;
     }
   }
 
   /** Stops after the current round; pending rows stay for the next start. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#closeListener();
     this.#wake?.();
     await this.#loop;
     await sleep(0);

@@ -39,7 +39,30 @@ export class Migration000BusTrace extends Migration {
   }
 }
 
+/**
+ * Committed outbox rows are announced on the channel `outbox_<schema>` (NOTIFY is delivered at
+ * commit, and not at all on rollback), so the relay publishes at once instead of at its next poll.
+ */
+export class Migration000BusNotify extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`create function "outbox_notify"() returns trigger language plpgsql as $fn$
+      begin
+        perform pg_notify('outbox_' || tg_table_schema, '');
+        return null;
+      end
+    $fn$`);
+    this.addSql(`create trigger "outbox_event_notify" after insert on "outbox_event"
+      for each statement execute function "outbox_notify"()`);
+  }
+
+  override async down(): Promise<void> {
+    this.addSql('drop trigger if exists "outbox_event_notify" on "outbox_event"');
+    this.addSql('drop function if exists "outbox_notify"()');
+  }
+}
+
 export const kitMigrations = [
   { name: 'Migration000Bus', class: Migration000Bus },
   { name: 'Migration000BusTrace', class: Migration000BusTrace },
+  { name: 'Migration000BusNotify', class: Migration000BusNotify },
 ];
