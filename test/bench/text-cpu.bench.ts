@@ -45,7 +45,7 @@ try {
   for (const streaming of [false, true]) {
     const body = chatBody(streaming);
     for (const connections of [1, 32]) {
-      for (let i = 0; i < 100; i++) await post(gw, auth, body, '"choices"'); // warm-up
+      for (let i = 0; i < 300; i++) await post(gw, auth, body, '"choices"'); // warm-up: the steady state, not the JIT compiling
       const before = new Map(processes.map((p) => [p.name, cpuMs(p.pid)]));
       const pgBefore = postgresCpuMs();
       const selfBefore = process.cpuUsage();

@@ -24,7 +24,7 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 const f = (n: number) => n.toFixed(2).padStart(7);
 
 async function load(concurrency: number, send: () => Promise<Sample>): Promise<Result> {
-  for (let i = 0; i < 50; i++) await send(); // warm-up
+  for (let i = 0; i < 300; i++) await send(); // warm-up: measure the steady state, not the JIT compiling
   const totals: number[] = [];
   const firsts: number[] = [];
   let errors = 0;
