@@ -5,7 +5,7 @@ import { attachService, createStreamTranslator, estimateInputTokensUpperBound, m
 import { trace } from '@opentelemetry/api';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
-import { SseWriter } from '../http/sse.ts';
+import { SseWriter, type SseFrame } from '../http/sse.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { beforeAuthorize } from './deferred-rate-limit.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
@@ -110,7 +110,8 @@ export async function runText(
     defaultMaxOutputTokens: model.limits.maxOutputTokens,
   };
   if (call.body.stream === true) {
-    await streamText(deps, request, reply, call.dialect, hold, deps.text.generateStream(req, { timeoutMs: GENERATE_TIMEOUT_MS }));
+    const stream = deps.text.generateStream({ ...req, frameBatches: true }, { timeoutMs: GENERATE_TIMEOUT_MS });
+    await streamText(deps, request, reply, call.dialect, hold, stream);
     return undefined;
   }
   let res: textV1.GenerateResponse;
@@ -162,11 +163,14 @@ async function streamText(
   try {
     for (let next = first; !next.done; next = await iterator.next()) {
       const item = next.value.item;
-      if (item.case === 'frame') {
-        if (held.length > 0 || item.value.usageBearing) held.push(item.value);
-        else {
-          await sse.write({ event: item.value.event, data: Buffer.from(item.value.data).toString('utf8') });
+      if (item.case === 'frame' || item.case === 'frames') {
+        // Frames that came together leave in one write.
+        const ready: SseFrame[] = [];
+        for (const frame of item.case === 'frame' ? [item.value] : item.value.frames) {
+          if (held.length > 0 || frame.usageBearing) held.push(frame);
+          else ready.push({ event: frame.event, data: Buffer.from(frame.data).toString('utf8') });
         }
+        await sse.write(...ready);
       } else if (item.case === 'end') end = item.value;
     }
   } catch (err) {
@@ -183,11 +187,13 @@ async function streamText(
   } else {
     try {
       const charge = await settleText(deps, hold, end?.usage);
-      for (const [i, frame] of held.entries()) {
-        let data = Buffer.from(frame.data).toString('utf8');
-        if (i === 0 && frame.usageBearing) data = JSON.stringify(attachService(dialect, JSON.parse(data) as Json, serviceObject(charge)));
-        await sse.write({ event: frame.event, data });
-      }
+      await sse.write(
+        ...held.map((frame, i) => {
+          const data = Buffer.from(frame.data).toString('utf8');
+          const withService = i === 0 && frame.usageBearing;
+          return { event: frame.event, data: withService ? JSON.stringify(attachService(dialect, JSON.parse(data) as Json, serviceObject(charge))) : data };
+        }),
+      );
     } catch (err) {
       request.log.error({ err }, 'settling a finished stream failed; the hold is left to the sweeper');
       await writeErrorEvents(sse, dialect, publicFailure(err));

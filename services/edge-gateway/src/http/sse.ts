@@ -39,9 +39,11 @@ export class SseWriter {
     return this.#gone;
   }
 
-  async write(frame: SseFrame): Promise<void> {
-    if (this.#gone) return;
-    const text = frame.event ? `event: ${frame.event}\ndata: ${frame.data}\n\n` : `data: ${frame.data}\n\n`;
+  /** Writes the frames in one socket write. */
+  async write(...frames: SseFrame[]): Promise<void> {
+    if (this.#gone || frames.length === 0) return;
+    let text = '';
+    for (const frame of frames) text += frame.event ? `event: ${frame.event}\ndata: ${frame.data}\n\n` : `data: ${frame.data}\n\n`;
     if (!this.#reply.raw.write(text)) {
       await Promise.race([once(this.#reply.raw, 'drain'), once(this.#reply.raw, 'close')]);
     }

@@ -1,9 +1,10 @@
-import { create } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { textV1, type catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { isProviderError, ProviderError, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect, type TokenUsage } from '@gw/providers';
 import { createStreamTranslator, extractUsage, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
 import { clientDialect, providerDialect, responseId } from './dialects.ts';
+import { readyTogether } from './ready-together.ts';
 
 export interface TextDeps {
   providers: ProviderRegistry;
@@ -100,11 +101,19 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
   });
 }
 
-function frame(event: SseEvent & { carriesUsage?: true }): textV1.GenerateStreamResponse {
+type TranslatedEvent = SseEvent & { carriesUsage?: true };
+
+function frameOf(event: TranslatedEvent): MessageInitShape<typeof textV1.FrameSchema> {
   const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
-  return create(textV1.GenerateStreamResponseSchema, {
-    item: { case: 'frame', value: { event: event.event ?? '', data: Buffer.from(data), usageBearing: event.carriesUsage === true } },
-  });
+  return { event: event.event ?? '', data: Buffer.from(data), usageBearing: event.carriesUsage === true };
+}
+
+/** Translated events as stream items: one message for all of them when the caller takes batches, else one each. */
+function framed(events: TranslatedEvent[], batches: boolean): textV1.GenerateStreamResponse[] {
+  if (batches && events.length > 1) {
+    return [create(textV1.GenerateStreamResponseSchema, { item: { case: 'frames', value: { frames: events.map(frameOf) } } })];
+  }
+  return events.map((event) => create(textV1.GenerateStreamResponseSchema, { item: { case: 'frame', value: frameOf(event) } }));
 }
 
 function end(init: { usage?: Usage; errorCode?: string; errorMessage?: string; provider: string }): textV1.GenerateStreamResponse {
@@ -142,10 +151,11 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
   const translator = createStreamTranslator(started.dialect, client, ctx);
   streamUsage = () => translator.usage();
   try {
-    for await (const event of started.events) {
-      for (const out of translator.push(event)) yield frame(out);
+    // Events that arrive together leave together: under load, one message instead of one per token.
+    for await (const events of readyTogether(started.events)) {
+      yield* framed(events.flatMap((event) => translator.push(event)), req.frameBatches);
     }
-    for (const out of translator.end()) yield frame(out);
+    yield* framed(translator.end(), req.frameBatches);
     const usage = translator.usage();
     yield end({ ...(usage ? { usage } : {}), provider: started.provider });
   } catch (err) {

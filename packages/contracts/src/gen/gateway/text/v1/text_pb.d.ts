@@ -266,6 +266,14 @@ export declare type GenerateStreamRequest = Message<"gateway.text.v1.GenerateStr
    * @generated from field: int32 default_max_output_tokens = 6;
    */
   defaultMaxOutputTokens: number;
+
+  /**
+   * The caller takes `frames` items: frames that were ready together (a burst from the provider,
+   * or a backlog under load) travel in one message. Without it, each frame is a message.
+   *
+   * @generated from field: bool frame_batches = 7;
+   */
+  frameBatches: boolean;
 };
 
 /**
@@ -301,6 +309,14 @@ export declare type GenerateStreamResponse = Message<"gateway.text.v1.GenerateSt
      */
     value: StreamEnd;
     case: "end";
+  } | {
+    /**
+     * Server-sent events that were ready together, in order (only when asked: `frame_batches`).
+     *
+     * @generated from field: gateway.text.v1.Frames frames = 3;
+     */
+    value: Frames;
+    case: "frames";
   } | { case: undefined; value?: undefined };
 };
 
@@ -309,6 +325,26 @@ export declare type GenerateStreamResponse = Message<"gateway.text.v1.GenerateSt
  * Use `create(GenerateStreamResponseSchema)` to create a new message.
  */
 export declare const GenerateStreamResponseSchema: GenMessage<GenerateStreamResponse>;
+
+/**
+ * Frames are server-sent events that were ready together.
+ *
+ * @generated from message gateway.text.v1.Frames
+ */
+export declare type Frames = Message<"gateway.text.v1.Frames"> & {
+  /**
+   * In order.
+   *
+   * @generated from field: repeated gateway.text.v1.Frame frames = 1;
+   */
+  frames: Frame[];
+};
+
+/**
+ * Describes the message gateway.text.v1.Frames.
+ * Use `create(FramesSchema)` to create a new message.
+ */
+export declare const FramesSchema: GenMessage<Frames>;
 
 /**
  * Frame is one server-sent event in the client's protocol.
