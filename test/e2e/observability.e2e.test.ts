@@ -50,9 +50,15 @@ function collector(): Promise<{ server: Server; url: string; spans: CollectedSpa
 
 /** The spans the test needs have all arrived (each service exports on its own schedule). */
 const complete = (s: CollectedSpan[]) =>
-  s.some((x) => x.service === 'billing' && x.name.endsWith('/Settle')) &&
-  s.some((x) => x.service === 'text' && x.name === 'chat gpt-sim-mini') &&
-  s.some((x) => x.service === 'edge-gateway' && x.name === 'POST /v1/chat/completions');
+  [
+    ['billing', 'gateway.billing.v1.BillingService/Authorize'],
+    ['billing', 'gateway.billing.v1.BillingService/Settle'],
+    ['edge-gateway', 'gateway.billing.v1.BillingService/Authorize'],
+    ['edge-gateway', 'catalog.resolve'],
+    ['edge-gateway', 'POST /v1/chat/completions'],
+    ['text', 'gateway.text.v1.TextService/GenerateStream'],
+    ['text', 'chat gpt-sim-mini'],
+  ].every(([service, name]) => s.some((x) => x.service === service && x.name === name));
 
 describe('one trace across the whole system', () => {
   let system: RunningSystem;

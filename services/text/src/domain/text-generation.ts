@@ -151,9 +151,14 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
   const translator = createStreamTranslator(started.dialect, client, ctx);
   streamUsage = () => translator.usage();
   try {
-    // Events that arrive together leave together: under load, one message instead of one per token.
-    for await (const events of readyTogether(started.events)) {
-      yield* framed(events.flatMap((event) => translator.push(event)), req.frameBatches);
+    // Each event is translated as it is read (so the provider call's telemetry, taken when the
+    // upstream ends, sees all of it); frames that are ready together leave together: under load,
+    // one message instead of one per token.
+    async function* translatedEvents() {
+      for await (const event of started.events) yield translator.push(event);
+    }
+    for await (const groups of readyTogether(translatedEvents())) {
+      yield* framed(groups.flat(), req.frameBatches);
     }
     yield* framed(translator.end(), req.frameBatches);
     const usage = translator.usage();
