@@ -3,6 +3,18 @@ import type { Logger as OrmLogger, LogContext, LoggerNamespace } from '@mikro-or
 
 const tracer = () => trace.getTracer('@gw/service-kit/db');
 
+/** One statement as a CLIENT span of the active trace: its operation and schema, never its text. */
+export function recordStatementSpan(schema: string, sql: string, startMs: number, endMs: number, failed: boolean): void {
+  const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? 'QUERY';
+  const span = tracer().startSpan(`${operation} ${schema}`, {
+    kind: SpanKind.CLIENT,
+    startTime: startMs,
+    attributes: { 'db.system.name': 'postgresql', 'db.namespace': schema, 'db.operation.name': operation },
+  });
+  if (failed) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end(endMs);
+}
+
 /**
  * The ORM's logger, turned to telemetry: MikroORM reports every statement it ran (with its
  * duration, in the statement's async context), and each becomes a CLIENT span of the active trace.
@@ -19,15 +31,8 @@ export class QuerySpanLogger implements OrmLogger {
 
   logQuery(context: LogContext): void {
     if (context.namespace === 'slow-query' || !context.query) return;
-    const operation = /^\s*(\w+)/.exec(context.query)?.[1]?.toUpperCase() ?? 'QUERY';
     const end = Date.now();
-    const span = tracer().startSpan(`${operation} ${this.#schema}`, {
-      kind: SpanKind.CLIENT,
-      startTime: end - (context.took ?? 0),
-      attributes: { 'db.system.name': 'postgresql', 'db.namespace': this.#schema, 'db.operation.name': operation },
-    });
-    if (context.level === 'error') span.setStatus({ code: SpanStatusCode.ERROR });
-    span.end(end);
+    recordStatementSpan(this.#schema, context.query, end - (context.took ?? 0), end, context.level === 'error');
   }
 
   log(): void {}

@@ -1,5 +1,6 @@
 import { GatewayError, isErrorCode } from '@gw/errors';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { runPrepared, type PreparedStatement } from '@gw/service-kit';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { BillingUnit } from './pricing.ts';
 import { rateLimitError } from './rate-limit.ts';
 
@@ -72,9 +73,19 @@ export function toGatewayError(r: MoneyResult): GatewayError {
   return new GatewayError(code, message, details);
 }
 
+function checked(results: MoneyResult[] | undefined, ops: MoneyOp[]): MoneyResult[] {
+  if (!Array.isArray(results) || results.length !== ops.length) throw new Error('apply_ops returned an unexpected result');
+  return results;
+}
+
+/** Applies ops on one account in one statement, inside the caller's transaction (event handlers). */
+export async function applyOps(em: EntityManager, accountId: string, ops: MoneyOp[], now: Date): Promise<MoneyResult[]> {
+  const rows = await em.execute<{ r: MoneyResult[] }[]>('select apply_ops(?, ?::jsonb, ?::timestamptz) as r', [accountId, JSON.stringify(ops), now.toISOString()]);
+  return checked(rows[0]?.r, ops);
+}
+
+const APPLY: PreparedStatement = { name: 'apply_ops', text: 'select apply_ops($1, $2::jsonb, $3::timestamptz) as r' };
 /**
- * Applies ops on one account in one statement (one transaction, one wallet lock).
- *
  * A batch of holds only commits without waiting for its WAL flush. That is safe for money: WAL is
  * flushed in order, so the settle, release or refund that follows a hold (each flushed before it
  * is acknowledged) makes the hold durable too. A database crash can lose only holds that nothing
@@ -82,15 +93,20 @@ export function toGatewayError(r: MoneyResult): GatewayError {
  * if the hold had never been taken; balance and ledger stay equal. A client is never shown a
  * balance that is not durable. Saves one disk flush on every billed request's critical path.
  */
-export async function applyOps(em: EntityManager, accountId: string, ops: MoneyOp[], now: Date): Promise<MoneyResult[]> {
-  const holdsOnly = ops.every((o) => o.op === 'authorize');
-  const sql = holdsOnly
-    ? "select apply_ops(?, ?::jsonb, ?::timestamptz) as r, set_config('synchronous_commit', 'off', true)"
-    : 'select apply_ops(?, ?::jsonb, ?::timestamptz) as r';
-  const rows = await em.execute<{ r: MoneyResult[] }[]>(sql, [accountId, JSON.stringify(ops), now.toISOString()]);
-  const results = rows[0]?.r;
-  if (!Array.isArray(results) || results.length !== ops.length) throw new Error('apply_ops returned an unexpected result');
-  return results;
+const APPLY_HOLDS: PreparedStatement = {
+  name: 'apply_ops_holds',
+  text: "select apply_ops($1, $2::jsonb, $3::timestamptz) as r, set_config('synchronous_commit', 'off', true)",
+};
+
+/**
+ * Applies ops on one account in one statement of its own (one transaction, one wallet lock): the
+ * request path. A prepared statement on the ORM's pool, because building it through the ORM cost
+ * ~0.2 ms per call, more than Postgres takes to run it.
+ */
+export async function applyOpsNow(orm: MikroORM, accountId: string, ops: MoneyOp[], now: Date): Promise<MoneyResult[]> {
+  const statement = ops.every((o) => o.op === 'authorize') ? APPLY_HOLDS : APPLY;
+  const rows = await runPrepared<{ r: MoneyResult[] }>(orm, statement, [accountId, JSON.stringify(ops), now.toISOString()]);
+  return checked(rows[0]?.r, ops);
 }
 
 interface Pending {

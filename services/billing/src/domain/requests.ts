@@ -2,7 +2,7 @@ import { billingV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Counter, Meter } from '@opentelemetry/api';
-import { AccountBatcher, applyOps, toGatewayError, type MoneyResult } from './money.ts';
+import { AccountBatcher, applyOpsNow, toGatewayError, type MoneyResult } from './money.ts';
 import { creditsFor, type BillingUnit } from './pricing.ts';
 import type { RateDefaults } from './rate-limit.ts';
 
@@ -42,7 +42,7 @@ export class RequestMoney {
   constructor(orm: MikroORM, now: () => Date = () => new Date(), meter?: Meter, rateDefaults: RateDefaults = { perSecond: 50, perMinute: 1_500 }) {
     this.#now = now;
     this.#rateDefaults = rateDefaults;
-    this.#batcher = new AccountBatcher((accountId, ops) => applyOps(orm.em.fork(), accountId, ops, now()));
+    this.#batcher = new AccountBatcher((accountId, ops) => applyOpsNow(orm, accountId, ops, now()));
     this.#charged = meter?.createCounter('billing.credits.charged', { unit: '{credit}', description: 'Credits charged by settled requests' });
   }
 
