@@ -5,6 +5,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { nativePool, type PgClient } from '../db/native-pool.ts';
 import { ensureStreamFor } from './nats.ts';
 import { OutboxEvent } from './outbox-entities.ts';
 import { qualify } from './subjects.ts';
@@ -35,17 +36,6 @@ export function enqueueEvent(em: EntityManager, event: OutgoingEvent): void {
 }
 
 const tracer = () => trace.getTracer('@gw/service-kit/bus');
-
-/** What the relay uses of `pg`'s pool and its clients (the pool MikroORM holds). */
-interface PgListener {
-  query(sql: string): Promise<unknown>;
-  on(event: 'notification', listener: () => void): unknown;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-  release(destroy?: boolean): void;
-}
-interface PgPool {
-  connect(): Promise<PgListener>;
-}
 
 /** Publishes one event in a PRODUCER span, child of the transaction that wrote it; consumers continue the trace. */
 async function publishTraced(js: JetStreamClient, subject: string, payload: Uint8Array, msgId: string, traceparent: string | null): Promise<void> {
@@ -92,7 +82,7 @@ export class OutboxRelay {
   #wake: (() => void) | null = null;
   /** A wake-up came while a round was running: the next round starts at once. */
   #kicked = false;
-  #listener: PgListener | null = null;
+  #listener: PgClient | null = null;
   #relisten: ReturnType<typeof setTimeout> | undefined;
 
   constructor(opts: RelayOptions) {
@@ -129,8 +119,7 @@ export class OutboxRelay {
       this.#relisten.unref();
     };
     try {
-      const pool = await (this.#opts.orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgPool> }).getNativeClient();
-      const client = await pool.connect();
+      const client = await (await nativePool(this.#opts.orm)).connect();
       this.#listener = client;
       client.on('notification', () => this.kick());
       client.on('error', retry);

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { nativePool } from './native-pool.ts';
 import { recordStatementSpan } from './query-spans.ts';
 
 /** A statement Postgres parses and plans once per connection, then runs by name. */
@@ -9,13 +10,6 @@ export interface PreparedStatement {
   text: string;
 }
 
-/** What is used of `pg`'s pool: the one MikroORM holds. */
-interface PgPool {
-  query<R>(query: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
-}
-
-const pools = new WeakMap<MikroORM, Promise<PgPool>>();
-
 /**
  * Runs a prepared statement on the ORM's own connection pool (its own schema's search path),
  * outside any ORM transaction, as one autocommitted statement, traced like every other
@@ -24,15 +18,11 @@ const pools = new WeakMap<MikroORM, Promise<PgPool>>();
  * parameters, and the plan is reused.
  */
 export async function runPrepared<R>(orm: MikroORM, statement: PreparedStatement, values: unknown[]): Promise<R[]> {
-  let pool = pools.get(orm);
-  if (!pool) {
-    pool = (orm.em.getConnection() as unknown as { getNativeClient(): Promise<PgPool> }).getNativeClient();
-    pools.set(orm, pool);
-  }
+  const pool = await nativePool(orm);
   const started = Date.now();
   let failed = false;
   try {
-    return (await (await pool).query<R>({ name: statement.name, text: statement.text, values })).rows;
+    return (await pool.query<R>({ name: statement.name, text: statement.text, values })).rows;
   } catch (err) {
     failed = true;
     throw err;
