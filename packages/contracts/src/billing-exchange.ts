@@ -24,7 +24,7 @@ export function createMoneyExchange(address: string, opts: ClientOptions = {}): 
   const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), {
     service: SERVICE,
     resend: true,
-    ...(opts.defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs: opts.defaultTimeoutMs }),
+    defaultTimeoutMs: opts.defaultTimeoutMs,
   });
 
   /** Sends one call and answers the response of its kind, or throws the error it carries. */

@@ -21,7 +21,7 @@ export function createGenerateExchange(address: string, opts: ClientOptions = {}
   const exchange = new ExchangeClient<textV1.ExchangeResponse>(() => client.exchange(), {
     service: SERVICE,
     resend: false,
-    ...(opts.defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs: opts.defaultTimeoutMs }),
+    defaultTimeoutMs: opts.defaultTimeoutMs,
   });
   return {
     async generate(req, callOpts) {

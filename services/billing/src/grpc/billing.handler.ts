@@ -1,3 +1,4 @@
+import type { MessageInitShape } from '@bufbuild/protobuf';
 import { billingV1, serveExchange, type MethodsOf, type ServiceImpl } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -62,14 +63,14 @@ export interface BillingDeps {
 const EXCHANGE_METHODS = { authorize: 'Authorize', settle: 'Settle', release: 'Release' } as const;
 
 /** One exchange message: the same work as the unary rpc it stands for. */
-async function exchangeCall(money: RequestMoney, req: billingV1.ExchangeRequest): Promise<billingV1.ExchangeResponse['result']> {
+async function exchangeCall(money: RequestMoney, req: billingV1.ExchangeRequest): Promise<MessageInitShape<typeof billingV1.ExchangeResponseSchema>['result']> {
   switch (req.call.case) {
     case 'authorize':
-      return { case: 'authorize', value: { $typeName: 'gateway.billing.v1.AuthorizeResponse', ...(await money.authorize(req.call.value)) } };
+      return { case: 'authorize', value: await money.authorize(req.call.value) };
     case 'settle':
-      return { case: 'settle', value: { $typeName: 'gateway.billing.v1.SettleResponse', ...(await money.settle(req.call.value)) } };
+      return { case: 'settle', value: await money.settle(req.call.value) };
     case 'release':
-      return { case: 'release', value: { $typeName: 'gateway.billing.v1.ReleaseResponse', ...(await money.release(req.call.value)) } };
+      return { case: 'release', value: await money.release(req.call.value) };
     default:
       throw new GatewayError('invalid_request', 'An exchange message must carry a call.');
   }
@@ -115,7 +116,7 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
         methodOf: (req) => (req.call.case ? EXCHANGE_METHODS[req.call.case] : 'Exchange'),
         handle: async (req) => ({ id: req.id, result: await exchangeCall(deps.money, req) }),
         fail: (req, failure) => ({ id: req.id, result: { case: 'error' as const, value: failure } }),
-        ...(deps.onUnexpectedError ? { onUnexpectedError: deps.onUnexpectedError } : {}),
+        onUnexpectedError: deps.onUnexpectedError,
       }),
     getSwitches: async () => getSwitches(em()),
     setSwitch: async (req) => ({ switches: await setSwitch(em(), req.name, req.on) }),

@@ -15,7 +15,7 @@ export function textHandler(deps: TextDeps, onUnexpectedError?: (err: unknown, m
           return { id: req.id, result: { case: 'generate' as const, value: await generate(deps, req.generate, signal) } };
         },
         fail: (req, failure) => ({ id: req.id, result: { case: 'error' as const, value: failure } }),
-        ...(onUnexpectedError ? { onUnexpectedError } : {}),
+        onUnexpectedError,
       }),
     generateStream: (req, ctx) => generateStream(deps, req, ctx.signal),
     countTokens: async (req, ctx) => ({ inputTokens: BigInt(await countTokens(deps, req, ctx.signal)) }),
