@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
-import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { catalogClient, openaiClient, waitForListing } from '../support/clients.ts';
+import { openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -33,9 +32,7 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
   beforeAll(async () => {
     system = await startTestSystem();
     second = await system.addGateway();
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
     // Both replicas list the models before any test counts requests against a rate limit.
     const probe = await fundedAccount(system, 1);
     await waitForListing(system, probe.apiKey, ['gpt-sim-mini']);

@@ -3,9 +3,8 @@ import { join } from 'node:path';
 import { APIError } from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { ROOT, type RunningSystem } from '../../scripts/system.ts';
-import { catalogClient, openaiClient, waitForListing } from '../support/clients.ts';
+import { openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /**
@@ -62,9 +61,7 @@ describe('account dashboard in a browser', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     system = await startTestSystem();
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
     alpha = await fundedAccount(system, 1_000_000);
     bravo = await fundedAccount(system, 50_000);
     await waitForListing(system, alpha.apiKey, ['gpt-sim-mini']);

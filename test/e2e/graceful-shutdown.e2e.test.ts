@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
-import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { balanceOf, catalogClient, waitForListing } from '../support/clients.ts';
+import { balanceOf, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 // A rolling update sends SIGTERM to a gateway replica while it streams: readiness drops, new work
@@ -11,9 +10,7 @@ describe('graceful shutdown of the gateway', () => {
 
   beforeAll(async () => {
     system = await startTestSystem();
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
   }, 120_000);
   afterAll(() => system?.stop());
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { billingV1, createClient, mediaV1 } from '@gw/contracts';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { balanceOf, catalogClient, waitForListing } from '../support/clients.ts';
+import { balanceOf, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 const PRICE = Number(DEMO_MODELS.find((m) => m.id === 'gpt-sim-one-image')!.priceCreditPerUnit);
@@ -23,9 +23,7 @@ describe('an image request whose gateway died mid-way', () => {
 
   beforeAll(async () => {
     system = await startTestSystem({ serviceEnv: { media: { IMAGE_JOB_STALE_MS: '1500', IMAGE_PURGE_INTERVAL_MS: '300' } } });
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
     media = mediaClient(system);
     billing = billingClient(system);
   }, 120_000);

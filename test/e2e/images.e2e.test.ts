@@ -3,7 +3,7 @@ import { crc32, deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { balanceOf, catalogClient, openaiClient, postDeclaredLength, waitForListing } from '../support/clients.ts';
+import { balanceOf, openaiClient, postDeclaredLength, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 const PRICE: Record<string, number> = Object.fromEntries(DEMO_MODELS.map((m) => [m.id, Number(m.priceCreditPerUnit)]));
@@ -128,9 +128,7 @@ describe('image generation and edits through the whole system', () => {
       providerTimeouts: { imageMs: 3_000, listMs: 2_000 },
       serviceEnv: { media: { ROUTE_FAILURE_THRESHOLD: '1000' } },
     });
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
     account = await fundedAccount(system, 10_000_000);
     await waitForListing(system, account.apiKey, IMAGE_MODELS);
     secondGateway = await system.addGateway();

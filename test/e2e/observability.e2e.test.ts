@@ -2,8 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
-import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { catalogClient, waitForListing } from '../support/clients.ts';
+import { waitForListing, seedDemoModels } from '../support/clients.ts';
 import { fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 interface CollectedSpan {
@@ -68,9 +67,7 @@ describe('one trace across the whole system', () => {
   beforeAll(async () => {
     otlp = await collector();
     system = await startTestSystem({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: '100' } });
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
     ({ apiKey } = await fundedAccount(system, 1_000_000));
     await waitForListing(system, apiKey, ['gpt-sim-mini']);
   }, 120_000);

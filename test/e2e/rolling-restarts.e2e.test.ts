@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem, ServiceName } from '../../scripts/system.ts';
-import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { balanceOf, catalogClient, waitForListing } from '../support/clients.ts';
+import { balanceOf, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -21,9 +20,7 @@ describe('rolling restarts of billing and text under load', () => {
 
   beforeAll(async () => {
     system = await startTestSystem();
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
   }, 120_000);
   afterAll(() => system?.stop());
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { anthropicClient, balanceOf, catalogClient, openaiClient, waitForListing } from '../support/clients.ts';
+import { anthropicClient, balanceOf, openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /** Prices of the demo text models (credits per million tokens). */
@@ -25,9 +25,7 @@ describe('text protocols through the whole system, with the official SDKs', () =
       providerTimeouts: { textFirstByteMs: 2_000, textTotalMs: 5_000, listMs: 2_000 },
       serviceEnv: { text: { ROUTE_FAILURE_THRESHOLD: '1000' } },
     });
-    const catalog = catalogClient(system);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
     account = await fundedAccount(system, 10_000_000);
     await waitForListing(system, account.apiKey, TEXT_MODELS);
   }, 120_000);

@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import { billingV1, catalogV1, createClient } from '@gw/contracts';
 import OpenAI from 'openai';
+import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import type { RunningSystem } from '../../scripts/system.ts';
 
 /** The official OpenAI SDK pointed at the gateway, with its own retries off so tests see every answer. */
@@ -23,6 +24,16 @@ export function billingClient(system: RunningSystem) {
 
 export function catalogClient(system: RunningSystem) {
   return createClient(catalogV1.CatalogService, system.catalogAddr);
+}
+
+/** Puts the demo models (served by the simulator) in the system's catalog. */
+export async function seedDemoModels(system: RunningSystem): Promise<void> {
+  const catalog = catalogClient(system);
+  try {
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+  } finally {
+    catalog.close();
+  }
 }
 
 export async function balanceOf(system: RunningSystem, accountId: string): Promise<number> {
