@@ -5,9 +5,9 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { billingV1, catalogV1, createClient } from '@gw/contracts';
-import { DEMO_MODELS } from '../../scripts/demo-models.ts';
+import { billingV1, createClient } from '@gw/contracts';
 import { ROOT, startSystem, stopChild, waitForReadyFile, type RunningSystem } from '../../scripts/system.ts';
+import { seedDemoModels } from '../support/clients.ts';
 
 /** Benchmarks run in a database of their own, dropped at the end. */
 export async function scratchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -100,9 +100,7 @@ export async function startBenchSystem(): Promise<{ system: RunningSystem; apiKe
     await db.drop();
   };
   try {
-    const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-    catalog.close();
+    await seedDemoModels(system);
     const billing = createClient(billingV1.BillingService, system.billingAddr);
     const { accountId } = await billing.createAccount({ name: 'bench' });
     await billing.topUp({ accountId, credits: 1_000_000_000_000n, reference: `bench-${accountId}` });
