@@ -1,7 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
-import { ExchangeClient, unwrapResult } from './grpc/exchange.ts';
+import { ExchangeClient } from './grpc/exchange.ts';
 import type { CallOptions } from './grpc/types.ts';
 
 type Init<S extends Parameters<typeof createClient>[0]['methods'][number]['input']> = MessageInitShape<S>;
@@ -17,7 +17,8 @@ const SERVICE = billingV1.BillingService.typeName;
 
 /**
  * `MoneyCalls` over billing's `Exchange` stream: the same calls, answers and errors as the unary
- * rpcs, two stream messages per call instead of a call each. One exchange per caller process.
+ * rpcs, two stream messages per call instead of a call each. One exchange per caller process. A
+ * billing without the exchange (an older version, during a rollout) is called with the unary rpcs.
  */
 export function createMoneyExchange(address: string, opts: ClientOptions = {}): MoneyCalls & { close(): void } {
   const client = createClient(billingV1.BillingService, address, opts);
@@ -28,9 +29,8 @@ export function createMoneyExchange(address: string, opts: ClientOptions = {}): 
   });
 
   /** Sends one call and answers the response of its kind, or throws the error it carries. */
-  async function send(method: string, call: 'authorize' | 'settle' | 'release', value: unknown, callOpts?: CallOptions): Promise<unknown> {
-    const res = await exchange.call(method, (envelope) => ({ ...envelope, call: { case: call, value } }), callOpts?.timeoutMs);
-    return unwrapResult(res.result, call, `/${SERVICE}/${method}`);
+  function send(method: string, call: 'authorize' | 'settle' | 'release', value: unknown, callOpts?: CallOptions): Promise<unknown> {
+    return exchange.request<unknown>(method, call, (envelope) => ({ ...envelope, call: { case: call, value } }), () => client[call](value as never, callOpts), callOpts?.timeoutMs);
   }
 
   return {

@@ -10,6 +10,6 @@ export * as healthV1 from './gen/grpc/health/v1/health_pb.js';
 export * as textV1 from './gen/gateway/text/v1/text_pb.js';
 export * as mediaV1 from './gen/gateway/media/v1/media_pb.js';
 export * as videoV1 from './gen/gateway/video/v1/video_pb.js';
-export { ExchangeClient, serveExchange, toExchangeFailure, fromExchangeFailure, unwrapResult, type ExchangeFailure, type ServeExchangeOptions } from './grpc/exchange.ts';
+export { ExchangeClient, isExchangeUnsupported, serveExchange, toExchangeFailure, fromExchangeFailure, type ExchangeFailure, type ServeExchangeOptions } from './grpc/exchange.ts';
 export { createMoneyExchange, type MoneyCalls } from './billing-exchange.ts';
 export { createGenerateExchange, type GenerateCalls } from './text-exchange.ts';

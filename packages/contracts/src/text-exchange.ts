@@ -1,7 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import * as textV1 from './gen/gateway/text/v1/text_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
-import { ExchangeClient, unwrapResult } from './grpc/exchange.ts';
+import { ExchangeClient } from './grpc/exchange.ts';
 import type { CallOptions } from './grpc/types.ts';
 
 /** A complete text answer, as the gateway asks for it on every non-streaming request. */
@@ -15,6 +15,8 @@ const SERVICE = textV1.TextService.typeName;
  * `Generate` over the text service's `Exchange` stream: the same answers and errors as the unary
  * rpc, two stream messages per call instead of a call each. A broken stream fails its unanswered
  * calls (a provider call is not repeated behind the caller's back). One exchange per caller process.
+ * A text service without the exchange (an older version, during a rollout) is called with the
+ * unary rpc: it refused the stream before taking anything, so nothing runs twice.
  */
 export function createGenerateExchange(address: string, opts: ClientOptions = {}): GenerateCalls & { close(): void } {
   const client = createClient(textV1.TextService, address, opts);
@@ -24,10 +26,8 @@ export function createGenerateExchange(address: string, opts: ClientOptions = {}
     defaultTimeoutMs: opts.defaultTimeoutMs,
   });
   return {
-    async generate(req, callOpts) {
-      const res = await exchange.call('Generate', (envelope) => ({ ...envelope, generate: req }), callOpts?.timeoutMs);
-      return unwrapResult<textV1.GenerateResponse>(res.result, 'generate', `/${SERVICE}/Generate`);
-    },
+    generate: (req, callOpts) =>
+      exchange.request<textV1.GenerateResponse>('Generate', 'generate', (envelope) => ({ ...envelope, generate: req }), () => client.generate(req, callOpts), callOpts?.timeoutMs),
     close() {
       exchange.close();
       client.close();

@@ -10,10 +10,14 @@ import {
   billingV1,
   bindServer,
   createClient,
+  createGenerateExchange,
   createMoneyExchange,
+  isExchangeUnsupported,
   serveExchange,
   shutdownServer,
+  textV1,
 } from '../src/index.ts';
+import { deserializer, serializer } from '../src/grpc/codec.ts';
 
 // The exchange adapter on a real grpc-js server and loopback port. The in-test billing answers
 // from a map of request ids, so replays can be counted; the real billing is tested end to end.
@@ -48,13 +52,11 @@ async function startFake(opts: { port?: number; delayMs?: number } = {}): Promis
         if (a.accountId === 'poor') throw new GatewayError('insufficient_balance', 'The wallet balance is not enough for this request.');
         if (a.accountId === 'limited') throw new GatewayError('api_key_limit_exceeded', 'limit', { limit_type: 'requests', period: 'daily' });
         if (a.accountId === 'boom') throw new Error('db password=secret leaked?');
-        return { id: req.id, result: { case: 'authorize' as const, value: { held: a.worstUnits, balanceAfter: BigInt(a.requestId.length) } } };
+        return { case: 'authorize' as const, value: { held: a.worstUnits, balanceAfter: BigInt(a.requestId.length) } };
       },
-      fail: (req, failure) => ({ id: req.id, result: { case: 'error' as const, value: failure } }),
-      onUnexpectedError: (err) => unexpected.push(err),
     });
   const others = Object.fromEntries(billingV1.BillingService.methods.map((m) => [m.localName, async () => Promise.reject(new Error('not in this test'))]));
-  addService(server, billingV1.BillingService, { ...others, exchange } as unknown as Impl);
+  addService(server, billingV1.BillingService, { ...others, exchange } as unknown as Impl, { onUnexpectedError: (err) => unexpected.push(err) });
   const port = await bindServer(server, '127.0.0.1', opts.port ?? 0);
   servers.push(server);
   return { address: `127.0.0.1:${port}`, server, seen, unexpected };
@@ -171,5 +173,83 @@ describe('billing exchange', () => {
     const money = createMoneyExchange(fake.address);
     money.close();
     await expect(money.authorize(authorize('late'))).rejects.toMatchObject({ grpcCode: grpc.status.CANCELLED });
+  });
+});
+
+// A service from before the exchange, as a gateway may meet during a rollout: it serves one unary
+// rpc and nothing else, so its server refuses the exchange stream (UNIMPLEMENTED) before taking
+// anything.
+async function startWithoutExchange<I extends object, O extends object>(path: string, input: Parameters<typeof deserializer>[0], output: Parameters<typeof serializer>[0], answer: (req: I) => O) {
+  const server = new grpc.Server();
+  const calls: I[] = [];
+  server.register<I, O>(
+    path,
+    (call: grpc.ServerUnaryCall<I, O>, done: grpc.sendUnaryData<O>) => {
+      calls.push(call.request);
+      done(null, answer(call.request));
+    },
+    serializer(output) as (value: O) => Buffer,
+    deserializer(input) as (buf: Buffer) => I,
+    'unary',
+  );
+  const port = await bindServer(server, '127.0.0.1', 0);
+  servers.push(server);
+  return { address: `127.0.0.1:${port}`, port, server, calls };
+}
+
+describe('a service without the exchange', () => {
+  it('billing: the calls are made as unary rpcs, each once', async () => {
+    const old = await startWithoutExchange<billingV1.AuthorizeRequest, object>(
+      `/${billingV1.BillingService.typeName}/Authorize`,
+      billingV1.AuthorizeRequestSchema,
+      billingV1.AuthorizeResponseSchema,
+      (req) => ({ held: req.worstUnits, balanceAfter: 100n }),
+    );
+    const money = createMoneyExchange(old.address);
+    // The first calls meet the refused stream; later ones go straight to the unary rpc.
+    const first = await Promise.all(['u1', 'u2', 'u3'].map((id) => money.authorize(authorize(id))));
+    const later = await money.authorize(authorize('u4'));
+    expect([...first, later].map((a) => a.held)).toEqual([7n, 7n, 7n, 7n]);
+    expect(old.calls.map((c) => c.requestId).sort()).toEqual(['u1', 'u2', 'u3', 'u4']);
+    money.close();
+  });
+
+  it('text: a Generate, which must not run twice, is made once as the unary rpc', async () => {
+    const old = await startWithoutExchange<textV1.GenerateRequest, object>(
+      `/${textV1.TextService.typeName}/Generate`,
+      textV1.GenerateRequestSchema,
+      textV1.GenerateResponseSchema,
+      (req) => ({ body: Buffer.from(`{"id":"${req.requestId}"}`), provider: 'openai' }),
+    );
+    const text = createGenerateExchange(old.address);
+    const res = await text.generate({ requestId: 'g1', publicModel: 'm' });
+    expect(Buffer.from(res.body).toString()).toBe('{"id":"g1"}');
+    expect(old.calls.map((c) => c.requestId)).toEqual(['g1']);
+    text.close();
+  });
+
+  it('the exchange is tried again once the server may have been upgraded', async () => {
+    const old = await startWithoutExchange(`/${billingV1.BillingService.typeName}/Authorize`, billingV1.AuthorizeRequestSchema, billingV1.AuthorizeResponseSchema, () => ({}));
+    const client = createClient(billingV1.BillingService, old.address);
+    let streams = 0;
+    const open = () => {
+      streams++;
+      return client.exchange();
+    };
+    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(open, { service: billingV1.BillingService.typeName, resend: true, unsupportedRetryMs: 300 });
+    const send = (id: string) => exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize(id) } }));
+    expect(isExchangeUnsupported(await send('x1').catch((e: unknown) => e))).toBe(true);
+    expect(isExchangeUnsupported(await send('x2').catch((e: unknown) => e))).toBe(true);
+    expect(streams).toBe(1); // the second call failed at once, without trying another stream
+
+    // The successor serves the exchange at the same address.
+    old.server.forceShutdown();
+    const upgraded = await startFake({ port: old.port });
+    await new Promise((r) => setTimeout(r, 350));
+    await expect(send('x3')).resolves.toMatchObject({ result: { case: 'authorize' } });
+    expect(upgraded.seen.get('x3')).toBe(1);
+    expect(streams).toBe(2);
+    exchange.close();
+    client.close();
   });
 });

@@ -49,7 +49,6 @@ await runGrpcService({
           money,
           rateDefaults,
           now,
-          onUnexpectedError: (err, method) => logger.error({ err, method }, 'exchange call failed unexpectedly'),
         }),
       ],
     ];

@@ -17,9 +17,8 @@ const router = new FallbackRouter({ failureThreshold: env.ROUTE_FAILURE_THRESHOL
 await runGrpcService({
   name: 'text',
   defaultPort: 50053,
-  register: ({ onStop, logger }) => {
+  register: ({ onStop }) => {
     onStop(() => providers.close());
-    const onUnexpectedError = (err: unknown, method: string) => logger.error({ err, method }, 'exchange call failed unexpectedly');
-    return [[textV1.TextService, textHandler({ providers, router, now: Date.now }, onUnexpectedError)]];
+    return [[textV1.TextService, textHandler({ providers, router, now: Date.now })]];
   },
 });

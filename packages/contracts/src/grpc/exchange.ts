@@ -16,7 +16,9 @@ import type { CallContext } from './types.ts';
  * took, refuses later ones with `not_taken` and ends the stream once the caller has ended its
  * side: the caller sends refused calls again on a new stream, so a rolling update loses nothing.
  * When a stream breaks instead (a crash), unanswered idempotent calls are sent again; other calls
- * fail as a broken unary call would.
+ * fail as a broken unary call would. A server without the exchange (an older version, during a
+ * rollout) refuses the stream before taking anything: its calls fail `UNIMPLEMENTED` at once (see
+ * `isExchangeUnsupported`), so the caller can make them as unary calls instead.
  */
 interface Envelope {
   id: bigint;
@@ -70,10 +72,15 @@ interface Response {
   result: Result;
 }
 
+/** The exchange call failed because the server does not serve the exchange: nothing was done. */
+export function isExchangeUnsupported(err: unknown): boolean {
+  return err instanceof RpcError && err.grpcCode === status.UNIMPLEMENTED;
+}
+
 const notTaken = (res: Response) => res.result.case === 'error' && (res.result.value as ExchangeFailure).notTaken;
 
 /** The answer of the expected kind from an exchange response, or the error it carries, thrown. */
-export function unwrapResult<T>(result: Result, expected: string, path: string): T {
+function unwrapResult<T>(result: Result, expected: string, path: string): T {
   if (result.case === expected) return result.value as T;
   if (result.case === 'error') throw fromExchangeFailure(result.value as ExchangeFailure, path);
   throw new RpcError(status.INTERNAL, `${path}: the exchange answered a ${result.case ?? 'empty'} result`);
@@ -97,6 +104,8 @@ export interface ExchangeClientOptions {
   defaultTimeoutMs?: number;
   /** The calls are idempotent: resend unanswered ones after a stream breaks (else they fail UNAVAILABLE). */
   resend: boolean;
+  /** How long after meeting a server without the exchange its calls go unary before the exchange is tried again. */
+  unsupportedRetryMs?: number;
 }
 
 /**
@@ -108,6 +117,7 @@ export class ExchangeClient<O extends Response> {
   readonly #service: string;
   readonly #defaultTimeoutMs: number;
   readonly #resend: boolean;
+  readonly #unsupportedRetryMs: number;
   readonly #pending = new Map<bigint, Pending<O>>();
   /** The stream new calls go to; a stream whose server announced its shutdown is no longer it. */
   #current: Duplex<O> | undefined;
@@ -115,17 +125,21 @@ export class ExchangeClient<O extends Response> {
   /** Streams in a row that broke without answering anything: resends wait longer each time. */
   #fruitless = 0;
   #closed = false;
+  /** Until then the server is taken to have no exchange: calls fail UNIMPLEMENTED without a stream. */
+  #unsupportedUntil = 0;
 
   constructor(open: () => Duplex<O>, opts: ExchangeClientOptions) {
     this.#open = open;
     this.#service = opts.service;
     this.#defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
     this.#resend = opts.resend;
+    this.#unsupportedRetryMs = opts.unsupportedRetryMs ?? 30_000;
   }
 
   /** Sends one call (`build` makes its message from the id and trace context) and resolves with its response. */
   call(method: string, build: (envelope: Envelope) => object, timeoutMs?: number): Promise<O> {
     if (this.#closed) return Promise.reject(new RpcError(status.CANCELLED, `/${this.#service}/${method}: the exchange is closed`));
+    if (Date.now() < this.#unsupportedUntil) return Promise.reject(this.#unsupported(method));
     return withRpcSpan('client', this.#service, method, context.active(), (_span, ctx) =>
       new Promise<O>((resolve, reject) => {
         const id = this.#nextId++;
@@ -141,6 +155,22 @@ export class ExchangeClient<O extends Response> {
     );
   }
 
+  /**
+   * One call answered as its unary rpc would be: the result of kind `expected`, or the error it
+   * carries, thrown. Against a server without the exchange, that unary rpc (`unary`) is made
+   * instead: the server refused the stream before taking the call, so nothing runs twice.
+   */
+  async request<T>(method: string, expected: string, build: (envelope: Envelope) => object, unary: () => Promise<T>, timeoutMs?: number): Promise<T> {
+    let res: O;
+    try {
+      res = await this.call(method, build, timeoutMs);
+    } catch (err) {
+      if (isExchangeUnsupported(err)) return unary();
+      throw err;
+    }
+    return unwrapResult<T>(res.result, expected, `/${this.#service}/${method}`);
+  }
+
   /** Ends the streams; calls still waiting fail. */
   close(): void {
     this.#closed = true;
@@ -148,6 +178,10 @@ export class ExchangeClient<O extends Response> {
     this.#current?.cancel();
     this.#current = undefined;
     for (const [id, p] of this.#pending) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}: CANCELLED the exchange is closed`));
+  }
+
+  #unsupported(method: string): RpcError {
+    return new RpcError(status.UNIMPLEMENTED, `/${this.#service}/${method}: UNIMPLEMENTED the server has no exchange`);
   }
 
   #settle(id: bigint, p: Pending<O>, outcome: O | Error): void {
@@ -192,13 +226,19 @@ export class ExchangeClient<O extends Response> {
       retireIfIdle();
     });
     let over = false;
-    const onOver = () => {
+    const onOver = (err?: { code?: unknown }) => {
       if (over) return; // 'error' and 'end' can both come
       over = true;
       if (this.#current === stream) this.#current = undefined;
       stream.cancel();
-      if (!answered) this.#fruitless++;
       const unanswered = [...this.#pending].filter(([, p]) => p.stream === stream);
+      if (err?.code === status.UNIMPLEMENTED) {
+        // Refused before any call was taken: each may be made as a unary call instead.
+        this.#unsupportedUntil = Date.now() + this.#unsupportedRetryMs;
+        for (const [id, p] of unanswered) this.#settle(id, p, this.#unsupported('Exchange'));
+        return;
+      }
+      if (!answered) this.#fruitless++;
       if (unanswered.length === 0 || this.#closed) return;
       if (!this.#resend) {
         for (const [id, p] of unanswered) this.#settle(id, p, new RpcError(status.UNAVAILABLE, `/${this.#service}: UNAVAILABLE the stream broke before the answer`));
@@ -220,17 +260,19 @@ export class ExchangeClient<O extends Response> {
   }
 }
 
-export interface ServeExchangeOptions<I, O> {
+/** An exchange response as the server writes it: the message's id and its `result` oneof. */
+interface ResponseInit {
+  id?: bigint;
+  result?: unknown;
+}
+
+export interface ServeExchangeOptions<I, O extends ResponseInit> {
   /** `package.Service`, for the calls' spans. */
   service: string;
   /** The rpc a message stands for (its span's name). */
   methodOf: (req: I) => string;
-  /** Handles one message; resolves with its whole response (id included). `signal`: the caller went away. */
-  handle: (req: I, signal: AbortSignal) => Promise<O>;
-  /** The response for a message whose handling failed (or was not taken). */
-  fail: (req: I, failure: ExchangeFailure) => O;
-  /** Called with every error that is not a domain error, so the service logs its cause. */
-  onUnexpectedError?: (err: unknown, method: string) => void;
+  /** Handles one message; resolves with its response's `result` (the call's own answer). `signal`: the caller went away. */
+  handle: (req: I, signal: AbortSignal) => Promise<O['result']>;
 }
 
 /** How long a shutting-down server waits for a caller to end its side once every taken call is answered. */
@@ -240,9 +282,13 @@ const RETIRE_GRACE_MS = 1_000;
  * The serving side of one exchange stream: messages are handled concurrently, each as a call of
  * its own (a server span under the caller's trace), and answered with their id. Resolves when
  * the stream is over: the caller ended its side, went away, or (the server shutting down) every
- * taken call is answered and the caller ended its side or the grace ran out.
+ * taken call is answered and the caller ended its side or the grace ran out. A failed call is
+ * answered with the `error` result every exchange response has; one that is not a domain error is
+ * reported to the service (`ctx.reportUnexpected`) like a failed rpc.
  */
-export function serveExchange<I extends Envelope, O>(call: grpc.ServerDuplexStream<I, O>, ctx: CallContext, opts: ServeExchangeOptions<I, O>): Promise<void> {
+export function serveExchange<I extends Envelope, O extends ResponseInit>(call: grpc.ServerDuplexStream<I, O>, ctx: CallContext, opts: ServeExchangeOptions<I, O>): Promise<void> {
+  const respond = (id: bigint, result: O['result']) => ({ id, result }) as O;
+  const fail = (id: bigint, failure: ExchangeFailure) => respond(id, { case: 'error', value: failure });
   return new Promise((resolve) => {
     let inFlight = 0;
     let taking = true;
@@ -260,21 +306,24 @@ export function serveExchange<I extends Envelope, O>(call: grpc.ServerDuplexStre
     };
     const retire = () => {
       taking = false;
-      if (!call.cancelled) call.write(opts.fail({ id: 0n, traceparent: '' } as I, NOT_TAKEN));
+      if (!call.cancelled) call.write(fail(0n, NOT_TAKEN));
       check();
     };
     call.on('data', (req: I) => {
       if (!taking) {
-        if (!call.cancelled) call.write(opts.fail(req, NOT_TAKEN));
+        if (!call.cancelled) call.write(fail(req.id, NOT_TAKEN));
         return;
       }
       inFlight++;
       const method = opts.methodOf(req);
       withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), () => opts.handle(req, ctx.signal))
-        .catch((err: unknown) => {
-          if (!(err instanceof GatewayError)) opts.onUnexpectedError?.(err, method);
-          return opts.fail(req, toExchangeFailure(err));
-        })
+        .then(
+          (result) => respond(req.id, result),
+          (err: unknown) => {
+            ctx.reportUnexpected(err, `/${opts.service}/${method}`);
+            return fail(req.id, toExchangeFailure(err));
+          },
+        )
         .then((res) => {
           if (!call.cancelled) call.write(res);
           inFlight--;

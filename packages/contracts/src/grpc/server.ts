@@ -32,6 +32,7 @@ function drainOf(server: grpc.Server): AbortController {
 function callContext(
   call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
   draining: AbortSignal,
+  reportUnexpected: (err: unknown, path: string) => void,
 ): CallContext {
   const controller = new AbortController();
   (call as grpc.ServerUnaryCall<unknown, unknown>).once('cancelled', () => controller.abort());
@@ -41,6 +42,7 @@ function callContext(
     signal: controller.signal,
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
     draining,
+    reportUnexpected,
   };
 }
 
@@ -83,7 +85,7 @@ export function addService<S extends GenServiceMethods>(
       // No span for the stream itself: it lives as long as the connection. The handler traces
       // each message as the call it carries.
       handlers[method.localName] = (call: grpc.ServerDuplexStream<unknown, unknown>) => {
-        (fn as BidiFn).call(impl, call, callContext(call, draining)).then(
+        (fn as BidiFn).call(impl, call, callContext(call, draining, report)).then(
           () => {
             if (!call.cancelled) call.end();
           },
@@ -98,7 +100,7 @@ export function addService<S extends GenServiceMethods>(
 
     handlers[method.localName] = streaming
       ? (call: grpc.ServerWritableStream<unknown, unknown>) => {
-          const ctx = callContext(call, draining);
+          const ctx = callContext(call, draining, report);
           withRpcSpan('server', service.typeName, method.name, extractTrace(call.metadata), async () => {
             for await (const item of (fn as StreamFn).call(impl, call.request, ctx)) {
               if (call.cancelled) return;
@@ -112,7 +114,7 @@ export function addService<S extends GenServiceMethods>(
           });
         }
       : (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-          const ctx = callContext(call, draining);
+          const ctx = callContext(call, draining, report);
           withRpcSpan('server', service.typeName, method.name, extractTrace(call.metadata), () =>
             (fn as UnaryFn).call(impl, call.request, ctx),
           ).then(

@@ -15,6 +15,11 @@ export interface CallContext {
    * new messages, answers the ones it took, and returns, so the drain does not wait it out.
    */
   draining: AbortSignal;
+  /**
+   * Reports a failure that is not a domain error, so the service logs its cause (as it does for a
+   * failed rpc); for the calls a long-lived call carries (`path`: the call it stands for).
+   */
+  reportUnexpected: (err: unknown, path: string) => void;
 }
 
 type Method = GenServiceMethods[string];

@@ -56,8 +56,6 @@ export interface BillingDeps {
   money: RequestMoney;
   rateDefaults: RateDefaults;
   now: () => Date;
-  /** Logs the cause of an exchange call that failed unexpectedly (unary rpcs are logged by the runner). */
-  onUnexpectedError?: (err: unknown, method: string) => void;
 }
 
 const EXCHANGE_METHODS = { authorize: 'Authorize', settle: 'Settle', release: 'Release' } as const;
@@ -114,9 +112,7 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
       serveExchange(call, ctx, {
         service: billingV1.BillingService.typeName,
         methodOf: (req) => (req.call.case ? EXCHANGE_METHODS[req.call.case] : 'Exchange'),
-        handle: async (req) => ({ id: req.id, result: await exchangeCall(deps.money, req) }),
-        fail: (req, failure) => ({ id: req.id, result: { case: 'error' as const, value: failure } }),
-        onUnexpectedError: deps.onUnexpectedError,
+        handle: (req) => exchangeCall(deps.money, req),
       }),
     getSwitches: async () => getSwitches(em()),
     setSwitch: async (req) => ({ switches: await setSwitch(em(), req.name, req.on) }),

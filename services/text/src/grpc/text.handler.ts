@@ -3,7 +3,7 @@ import { GatewayError } from '@gw/errors';
 import { countTokens, generate, generateStream, type TextDeps } from '../domain/text-generation.ts';
 
 /** The TextService rpcs; the call's cancellation aborts the upstream call. */
-export function textHandler(deps: TextDeps, onUnexpectedError?: (err: unknown, method: string) => void): ServiceImpl<MethodsOf<typeof textV1.TextService>> {
+export function textHandler(deps: TextDeps): ServiceImpl<MethodsOf<typeof textV1.TextService>> {
   return {
     generate: (req, ctx) => generate(deps, req, ctx.signal),
     exchange: (call, ctx) =>
@@ -12,10 +12,8 @@ export function textHandler(deps: TextDeps, onUnexpectedError?: (err: unknown, m
         methodOf: () => 'Generate',
         handle: async (req, signal) => {
           if (!req.generate) throw new GatewayError('invalid_request', 'An exchange message must carry a request.');
-          return { id: req.id, result: { case: 'generate' as const, value: await generate(deps, req.generate, signal) } };
+          return { case: 'generate' as const, value: await generate(deps, req.generate, signal) };
         },
-        fail: (req, failure) => ({ id: req.id, result: { case: 'error' as const, value: failure } }),
-        onUnexpectedError,
       }),
     generateStream: (req, ctx) => generateStream(deps, req, ctx.signal),
     countTokens: async (req, ctx) => ({ inputTokens: BigInt(await countTokens(deps, req, ctx.signal)) }),
