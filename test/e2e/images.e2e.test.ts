@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { crc32, deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
@@ -411,6 +412,43 @@ describe('image generation and edits through the whole system', () => {
       expect(await balance()).toBe(before - PRICE['gpt-sim-one-image']!);
     });
   });
+
+  it('media unreachable when the finished job is recorded: the gateway retries until it is, so the job is kept and never refunded', async () => {
+    const nonce = randomUUID();
+    const key = `k-${nonce}`;
+    const body = { model: 'gpt-sim-one-image', prompt: `a lighthouse ${nonce} [[sim:latency=1500]]` };
+    const before = await balance();
+    const pending = call('/images/generations', body, { key });
+    const deadline = Date.now() + 10_000;
+    while ((await providerCalls(nonce)) === 0) {
+      if (Date.now() > deadline) throw new Error('the request never reached the provider');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // Media drains the running job and exits: recording the finished job then finds no media.
+    await system.stopService('media');
+    const first = await pending;
+    expect(first.status).toBe(200);
+    expect(first.body.service.credit_charged).toBe(PRICE['gpt-sim-one-image']);
+    const gatewayLog = readFileSync(system.services.get('edge-gateway')!.logFile!, 'utf8');
+    expect(gatewayLog).toContain('recording a finished image job failed; retrying in the background');
+
+    await system.restartService('media');
+    // Recorded on a retry: a replay then names the finished job (while it runs, it names none),
+    // and its result is served by that id. A finished job never goes stale, so it is never refunded.
+    let jobId: string | undefined;
+    for (const until = Date.now() + 30_000; jobId === undefined && Date.now() < until; ) {
+      const replay = await fail('/images/generations', body, { key });
+      expect(replay.body.error.code).toBe('duplicate_request');
+      jobId = replay.body.error.job_id;
+      if (jobId === undefined) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(jobId).toMatch(/^imgjob_/);
+    const stored = await call(`/images/jobs/${jobId}`, undefined, { method: 'GET' });
+    expect(stored.status).toBe(200);
+    expect(stored.body.data).toEqual(first.body.data);
+    expect(stored.body.service).toEqual(first.body.service);
+    expect(await balance()).toBe(before - PRICE['gpt-sim-one-image']!);
+  }, 90_000);
 
   it('leaves a ledger whose every balance equals the sum of its entries', async () => {
     expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });

@@ -1,6 +1,8 @@
-import { mediaV1 } from '@gw/contracts';
+import { mediaV1, RpcError } from '@gw/contracts';
+import type { MessageInitShape } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import pRetry from 'p-retry';
 import type { GatewayDeps } from '../app.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
@@ -29,6 +31,37 @@ export function imagesBody(images: readonly mediaV1.ImageData[], charge: Charge,
     usage: { images: images.length },
     service: serviceObject(charge),
   };
+}
+
+/**
+ * Retries of a finished job's record when media could not be reached: jittered backoff (a media
+ * outage does not end in every gateway retrying at once), for 10 minutes, well inside media's
+ * 30 minutes after which it abandons a running job and billing refunds it.
+ */
+const FINISH_RETRIES = { retries: 40, minTimeout: 500, factor: 2, maxTimeout: 30_000, randomize: true, maxRetryTime: 10 * 60_000, unref: true };
+
+/**
+ * Records the settled charge with the job: media then keeps the result for the Idempotency-Key,
+ * and the job can no longer go stale and be refunded. The client has paid and gets its images
+ * whatever happens here. When media cannot be reached, the gateway keeps trying in the
+ * background (recording is idempotent) instead of handing out the images for free.
+ */
+async function recordFinished(deps: GatewayDeps, log: FastifyBaseLogger, finished: MessageInitShape<typeof mediaV1.FinishImageJobRequestSchema>): Promise<void> {
+  const finish = () => deps.media.finishImageJob(finished);
+  try {
+    await finish();
+    return;
+  } catch (err) {
+    if (!(err instanceof RpcError)) {
+      log.error({ err }, 'recording a finished image job failed; its result is not kept');
+      return;
+    }
+    log.warn({ err }, 'recording a finished image job failed; retrying in the background');
+  }
+  pRetry(finish, { ...FINISH_RETRIES, shouldRetry: ({ error }) => error instanceof RpcError }).then(
+    () => log.info('finished image job recorded on a retry'),
+    (err: unknown) => log.error({ err }, 'recording a finished image job failed for good; media abandons it once stale and billing refunds it'),
+  );
 }
 
 export interface ImageJobCall {
@@ -106,10 +139,7 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
   } catch (err) {
     return fail(err);
   }
-  // The client has paid: a failure to record the charge with the job must not cost them the images.
-  await deps.media
-    .finishImageJob({ jobId, accountId, creditCharged: charge.creditCharged, balanceAfter: charge.balanceAfter })
-    .catch((err: unknown) => log.error({ err }, 'recording a finished image job failed; its result is not kept'));
+  await recordFinished(deps, log, { jobId, accountId, creditCharged: charge.creditCharged, balanceAfter: charge.balanceAfter });
   log.info({ holdId: hold.requestId, model: call.model.id, requested: call.request.n, images: images.length }, 'image job charged');
   return imagesBody(images, charge, (deps.now ?? Date.now)());
 }
