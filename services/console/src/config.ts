@@ -19,8 +19,11 @@ const schema = z.object({
   CATALOG_ADDR: z.string().min(1),
   /** Keys the HMACs of session ids, CSRF tokens, set-password tokens and throttle subjects. */
   SESSION_SECRET: z.string().min(32, 'must be at least 32 characters'),
-  /** Bearer token of the operator endpoint (`/internal/...`); unset turns that endpoint off. */
-  CONSOLE_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  /**
+   * Bearer token of the operator endpoint (`/internal/...`); unset or empty turns that endpoint
+   * off (compose passes an empty value when the operator set none).
+   */
+  CONSOLE_ADMIN_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32, 'must be at least 32 characters').optional()),
   /** Only for local plain-http runs: drops the `Secure` cookie attribute. */
   CONSOLE_INSECURE_COOKIES: envBool(false),
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (login throttling by IP). */
