@@ -2,26 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
 import { billingV1, type CallContext } from '@gw/contracts';
-import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/domain/api-keys.ts';
 import { RequestMoney } from '../src/domain/requests.ts';
 import { billingHandler } from '../src/grpc/billing.handler.ts';
-import { account, billingOrm, expectAuditClean } from './support.ts';
+import { account, billingOrm, expectAuditClean, refusal } from './support.ts';
 
 const { IMAGE, MILLION_TOKENS, SECOND } = billingV1.BillingUnit;
 const { DAY, MODEL, KEY } = billingV1.UsageGroupBy;
-const ctx: CallContext = { metadata: new grpc.Metadata(), signal: new AbortController().signal, deadline: Infinity, draining: new AbortController().signal };
-
-async function refusal(p: Promise<unknown>): Promise<GatewayError> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof GatewayError)) throw new Error(`expected a GatewayError, got ${String(err)}`);
-  return err;
-}
+const ctx: CallContext = { metadata: new grpc.Metadata(), signal: new AbortController().signal, deadline: Infinity, draining: new AbortController().signal, reportUnexpected: () => {} };
 
 /**
  * The dashboard rpcs on billing's real schema: reports aggregated by Postgres in the account's

@@ -10,7 +10,7 @@ import { resolveReconciliation } from '../src/domain/reconciliation.ts';
 import { releaseStaleHolds } from '../src/domain/hold-sweeper.ts';
 import { RequestMoney } from '../src/domain/requests.ts';
 import { createLogger } from '@gw/service-kit';
-import { account, billingOrm, expectAuditClean } from './support.ts';
+import { account, billingOrm, expectAuditClean, refusal } from './support.ts';
 
 const { IMAGE, MILLION_TOKENS, SECOND } = billingV1.BillingUnit;
 
@@ -28,15 +28,6 @@ function authorizeReq(accountId: string, keyId: string, init: AuthorizeInit = {}
     worstUnits: 1n,
     ...init,
   });
-}
-
-async function refusal(p: Promise<unknown>): Promise<GatewayError> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof GatewayError)) throw new Error(`expected a GatewayError, got ${String(err)}`);
-  return err;
 }
 
 describe('request money (holds, settlements, refunds) on real Postgres', () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { GatewayError } from '@gw/errors';
 import { createOrm, runMigrations } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { inject } from 'vitest';
@@ -32,4 +33,14 @@ export async function expectAuditClean(orm: MikroORM): Promise<void> {
   const { problems, accounts } = await auditLedger(orm.em.fork());
   if (accounts === 0) throw new Error('audit saw no accounts');
   if (problems.length > 0) throw new Error(`ledger audit failed: ${JSON.stringify(problems, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+}
+
+/** The domain error a call was refused with; anything else (success included) fails the test. */
+export async function refusal(p: Promise<unknown>): Promise<GatewayError> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof GatewayError)) throw new Error(`expected a GatewayError, got ${String(err)}`);
+  return err;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { billingV1, catalogV1, GenerateCalls, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
 import { context } from '@opentelemetry/api';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
 import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
@@ -54,7 +54,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now;
   const app = Fastify({
     loggerInstance: deps.logger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: DEFAULT_BODY_LIMIT,
     requestIdHeader: false,
     // Keep a caller's well-formed id so their logs and ours meet; otherwise make one.

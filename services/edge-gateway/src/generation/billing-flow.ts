@@ -4,8 +4,6 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { KeyRecord } from '../auth/key-cache.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 
-type Billing = MoneyCalls;
-
 /** Credits held for one generation request; settled or released exactly once. */
 export interface Hold {
   /** Our own id: never the client's x-request-id, which a client could reuse. */
@@ -26,7 +24,7 @@ export interface Charge {
  * deferred it). Refusals arrive as domain errors.
  */
 export async function holdCredits(
-  billing: Billing,
+  billing: MoneyCalls,
   key: KeyRecord,
   model: ResolvedModel,
   endpoint: string,
@@ -52,7 +50,7 @@ export async function holdCredits(
 
 /** Charges the actual use. `reconcile`: the provider succeeded without usage (DECISIONS.md). */
 export async function settleHold(
-  billing: Billing,
+  billing: MoneyCalls,
   hold: Hold,
   usage: { units: bigint; inputTokens?: bigint; outputTokens?: bigint; reconcile?: boolean },
 ): Promise<Charge> {
@@ -74,7 +72,7 @@ export async function settleHold(
  * not thrown: the client gets the original error, and billing's sweeper releases holds that
  * outlive any request.
  */
-export async function releaseHold(billing: Billing, hold: Hold, log: FastifyBaseLogger): Promise<void> {
+export async function releaseHold(billing: MoneyCalls, hold: Hold, log: FastifyBaseLogger): Promise<void> {
   await billing.release({ requestId: hold.requestId, accountId: hold.accountId }).catch((err: unknown) => {
     log.error({ err, holdId: hold.requestId }, 'hold release failed; the sweeper will release it');
   });
