@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -52,29 +53,43 @@ export interface RunResult {
   errors: number;
 }
 
-/** Runs `op` from `concurrency` loops for `seconds`; latencies in milliseconds. */
-export async function runFixed(concurrency: number, seconds: number, op: (worker: number, i: number) => Promise<unknown>): Promise<RunResult> {
-  const latencies: number[] = [];
+/** The `p` quantile (0..1) of the values; NaN when there are none. */
+export function percentile(values: number[], p: number): number {
+  const sorted = values.toSorted((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+}
+
+/**
+ * The load loop of every benchmark: `concurrency` loops each call `op` again and again until `ms`
+ * have passed. Answers how many calls failed and how long it took.
+ */
+export async function loadFor(concurrency: number, ms: number, op: (worker: number, i: number) => Promise<void>): Promise<{ errors: number; seconds: number }> {
   let errors = 0;
-  const end = performance.now() + seconds * 1000;
   const start = performance.now();
+  const end = start + ms;
   await Promise.all(
     Array.from({ length: concurrency }, async (_, w) => {
       for (let i = 0; performance.now() < end; i++) {
-        const t = performance.now();
         try {
           await op(w, i);
-          latencies.push(performance.now() - t);
         } catch {
           errors++;
         }
       }
     }),
   );
-  const elapsed = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? NaN;
-  return { ops: latencies.length, seconds: elapsed, perSecond: latencies.length / elapsed, p50: pct(0.5), p99: pct(0.99), errors };
+  return { errors, seconds: (performance.now() - start) / 1000 };
+}
+
+/** Runs `op` from `concurrency` loops for `seconds`; latencies in milliseconds. */
+export async function runFixed(concurrency: number, seconds: number, op: (worker: number, i: number) => Promise<unknown>): Promise<RunResult> {
+  const latencies: number[] = [];
+  const { errors, seconds: elapsed } = await loadFor(concurrency, seconds * 1000, async (w, i) => {
+    const t = performance.now();
+    await op(w, i);
+    latencies.push(performance.now() - t);
+  });
+  return { ops: latencies.length, seconds: elapsed, perSecond: latencies.length / elapsed, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), errors };
 }
 
 export const fmt = (r: RunResult) =>
@@ -150,4 +165,39 @@ export function post(url: URL, headers: Record<string, string>, body: string, ma
 export function chatBody(stream: boolean): string {
   const messages = [{ role: 'user', content: 'Write one short sentence about latency.' }];
   return JSON.stringify({ model: 'gpt-sim-mini', messages, max_tokens: 32, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+}
+
+const ECHO_SERVER = `
+const s = require('node:net').createServer((c) => { c.setNoDelay(true); c.on('data', (d) => c.write(d)); });
+s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '\\n'));`;
+
+/**
+ * The machine's scale for hop costs, measured in the same run: a 1-byte round trip between this
+ * process and another over loopback TCP, p50 and p99 in ms. Every internal call of the gateway
+ * is at least one such round trip, so this shows how much of a latency is the machine.
+ */
+export async function processRoundTrip(samples = 5_000): Promise<{ p50: number; p99: number }> {
+  const child = spawn(process.execPath, ['-e', ECHO_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+      child.once('exit', () => reject(new Error('echo server exited')));
+    });
+    const socket = connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const times: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const t = performance.now();
+      const echoed = new Promise((resolve) => socket.once('data', resolve));
+      socket.write('x');
+      await echoed;
+      times.push(performance.now() - t);
+    }
+    socket.destroy();
+    times.sort((a, b) => a - b);
+    return { p50: times[Math.floor(samples / 2)]!, p99: times[Math.floor(samples * 0.99)]! };
+  } finally {
+    child.kill();
+  }
 }

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { chatBody, post, startBenchSystem } from './support.ts';
+import { chatBody, loadFor, post, startBenchSystem } from './support.ts';
 
 /**
  * `pnpm bench:text-cpu`: where the time of a billed text request goes. The same requests as
@@ -50,17 +50,11 @@ try {
       const pgBefore = postgresCpuMs();
       const selfBefore = process.cpuUsage();
       let requests = 0;
-      const start = performance.now();
-      const end = start + SECONDS * 1000;
-      await Promise.all(
-        Array.from({ length: connections }, async () => {
-          while (performance.now() < end) {
-            await post(gw, auth, body, '"choices"');
-            requests++;
-          }
-        }),
-      );
-      const elapsed = (performance.now() - start) / 1000;
+      const { errors, seconds: elapsed } = await loadFor(connections, SECONDS * 1000, async () => {
+        await post(gw, auth, body, '"choices"');
+        requests++;
+      });
+      if (errors > 0) throw new Error(`${errors} requests failed: CPU per request would be wrong`);
       const per = (ms: number) => ((ms * 1000) / requests).toFixed(0).padStart(5);
       const rows: Array<[string, number]> = processes.map((p) => [p.name, cpuMs(p.pid) - before.get(p.name)!]);
       const self = process.cpuUsage(selfBefore);
