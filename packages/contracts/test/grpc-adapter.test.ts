@@ -24,6 +24,15 @@ function unimplemented<T extends object>(service: { methods: Array<{ localName: 
   ) as T;
 }
 
+/** A server answering SERVING to health checks, bound to `port` (0: any free one). */
+async function healthServer(port: number): Promise<{ server: grpc.Server; port: number }> {
+  const server = new grpc.Server();
+  const health = new HealthState();
+  health.set(true);
+  addHealthService(server, health);
+  return { server, port: await bindServer(server, '127.0.0.1', port) };
+}
+
 describe('grpc adapter', () => {
   const server = new grpc.Server();
   const health = new HealthState();
@@ -99,18 +108,36 @@ describe('grpc adapter', () => {
       probe.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, p) => probe.tryShutdown(() => resolve(p)));
     });
     const client = createClient(healthV1.Health, `127.0.0.1:${port}`, { defaultTimeoutMs: 5_000 });
-    const late = new grpc.Server();
-    const lateHealth = new HealthState();
-    lateHealth.set(true);
-    addHealthService(late, lateHealth);
+    let late: grpc.Server | undefined;
     try {
       const call = client.check({ service: '' });
       await new Promise((r) => setTimeout(r, 300)); // the call is made while nothing listens
-      await bindServer(late, '127.0.0.1', port);
+      late = (await healthServer(port)).server;
       await expect(call).resolves.toMatchObject({ status: healthV1.HealthCheckResponse_ServingStatus.SERVING });
     } finally {
       client.close();
-      late.forceShutdown();
+      late?.forceShutdown();
+    }
+  });
+
+  // grpc-js's own reconnect backoff grows to 1.6, 2.6, 4.1 s... (up to 2 minutes): a service away
+  // for three seconds during a restart would be found again only after about five, past a call's
+  // deadline. Our channels try again at least every second.
+  it('finds a server that was away for 3 s within the call\'s 5 s deadline, not after a grown backoff', async () => {
+    const first = await healthServer(0);
+    const client = createClient(healthV1.Health, `127.0.0.1:${first.port}`, { defaultTimeoutMs: 5_000 });
+    let second: grpc.Server | undefined;
+    try {
+      await client.check({ service: '' }); // connected
+      first.server.forceShutdown();
+      const call = client.check({ service: '' });
+      await new Promise((r) => setTimeout(r, 3_000)); // away while the channel keeps trying
+      second = (await healthServer(first.port)).server;
+      // Within the 5 s deadline: grpc-js's default would try next at about 5.2 s.
+      await expect(call).resolves.toMatchObject({ status: healthV1.HealthCheckResponse_ServingStatus.SERVING });
+    } finally {
+      client.close();
+      second?.forceShutdown();
     }
   });
 
