@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { billingV1, MoneyCalls } from '@gw/contracts';
+import { RpcError, type billingV1, type MoneyCalls } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
 import type { FastifyBaseLogger } from 'fastify';
+import pRetry, { type Options as RetryOptions } from 'p-retry';
 import type { KeyRecord } from '../auth/key-cache.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 
@@ -48,23 +50,44 @@ export async function holdCredits(
   return { requestId, accountId: key.accountId, unit: model.unit, price: model.price };
 }
 
+/**
+ * Retries of a settle that got no answer (billing restarting, overloaded, or its database away):
+ * a settle is idempotent by request id, so the retry answers the one charge whether or not the
+ * lost attempt went through, and the client is told what it was really charged. Each attempt has
+ * the call's deadline: about 20 s of billing away in all. Domain errors are answers, not retried.
+ */
+export const SETTLE_RETRIES: RetryOptions = { retries: 3, minTimeout: 250, factor: 2, randomize: true };
+
 /** Charges the actual use. `reconcile`: the provider succeeded without usage (DECISIONS.md). */
 export async function settleHold(
   billing: MoneyCalls,
   hold: Hold,
   usage: { units: bigint; inputTokens?: bigint; outputTokens?: bigint; reconcile?: boolean },
+  retries: RetryOptions = SETTLE_RETRIES,
 ): Promise<Charge> {
-  const res = await billing.settle({
-    requestId: hold.requestId,
-    accountId: hold.accountId,
-    unit: hold.unit,
-    pricePerUnit: hold.price,
-    units: usage.units,
-    inputTokens: usage.inputTokens ?? 0n,
-    outputTokens: usage.outputTokens ?? 0n,
-    reconcile: usage.reconcile ?? false,
-  });
-  return { creditCharged: res.creditCharged, balanceAfter: res.balanceAfter };
+  const settle = () =>
+    billing.settle({
+      requestId: hold.requestId,
+      accountId: hold.accountId,
+      unit: hold.unit,
+      pricePerUnit: hold.price,
+      units: usage.units,
+      inputTokens: usage.inputTokens ?? 0n,
+      outputTokens: usage.outputTokens ?? 0n,
+      reconcile: usage.reconcile ?? false,
+    });
+  try {
+    const res = await pRetry(settle, { ...retries, shouldRetry: ({ error }) => error instanceof RpcError });
+    return { creditCharged: res.creditCharged, balanceAfter: res.balanceAfter };
+  } catch (err) {
+    if (!(err instanceof RpcError)) throw err;
+    // An attempt may have gone through unanswered: not "nothing was charged". If none did, the
+    // sweeper gives the hold back.
+    throw new GatewayError(
+      'upstream_error',
+      'Billing did not confirm this request\'s charge. If it went through it is in your usage; otherwise the held credits return to your balance.',
+    );
+  }
 }
 
 /**

@@ -43,7 +43,8 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof GatewayError) return sendError(reply, err);
     if (err instanceof RpcError && err.grpcCode === status.DEADLINE_EXCEEDED) {
-      return sendError(reply, new GatewayError('upstream_timeout', 'The provider did not answer in time. Nothing was charged.'));
+      // One of our services did not answer before the charge (a settle retries, see billing-flow).
+      return sendError(reply, new GatewayError('upstream_timeout', 'The request did not complete in time. Nothing was charged.'));
     }
     const asClient = clientError(err, request.routeOptions.bodyLimit ?? bodyLimit);
     if (asClient) return sendError(reply, asClient);
