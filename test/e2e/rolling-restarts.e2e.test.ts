@@ -1,5 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { billingV1, createClient, createMoneyExchange, RpcError, type MethodsOf, type MoneyCalls, type ServiceClient } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningSystem, ServiceName } from '../../scripts/system.ts';
+import { holdCredits, settleHold, type SettleCalls } from '../../services/edge-gateway/src/generation/billing-flow.ts';
+import type { ResolvedModel } from '../../services/edge-gateway/src/state/catalog-cache.ts';
 import { balanceOf, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
@@ -11,59 +16,60 @@ interface Outcome {
   code?: string;
 }
 
+// One running system for both kinds of fault: services restarted, and answers lost on the way.
+let system: RunningSystem;
+
+beforeAll(async () => {
+  system = await startTestSystem();
+  await seedDemoModels(system);
+}, 120_000);
+afterAll(() => system?.stop());
+
+/**
+ * Six clients send chat requests until told to stop, while `name` is stopped (SIGTERM, or
+ * SIGKILL: a crash) and started again.
+ */
+async function restartUnderLoad(name: ServiceName, how: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<{ outcomes: Outcome[]; accountId: string; funded: number }> {
+  const funded = 10_000_000;
+  const { apiKey, accountId } = await fundedAccount(system, funded);
+  await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '100000', '--per-minute', '10000000');
+  await waitForListing(system, apiKey, ['gpt-sim-mini']);
+  const outcomes: Outcome[] = [];
+  const running = { stop: false };
+  const client = async () => {
+    while (!running.stop) {
+      const res = await fetch(`${system.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-sim-mini', max_tokens: 16, messages: [{ role: 'user', content: `through a restart of ${name}` }] }),
+      });
+      const body = (await res.json()) as { service?: { credit_charged: number }; error?: { code: string } };
+      outcomes.push({ status: res.status, charged: body.service?.credit_charged ?? 0, ...(body.error ? { code: body.error.code } : {}) });
+    }
+  };
+  const clients = Array.from({ length: 6 }, client);
+  await sleep(500);
+  const before = outcomes.length;
+  if (how === 'SIGTERM') await system.stopService(name);
+  else {
+    const child = system.services.get(name)!.child;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+  await system.restartService(name);
+  await sleep(700);
+  running.stop = true;
+  await Promise.all(clients);
+  expect(outcomes.length).toBeGreaterThan(before); // requests flowed across the restart
+  return { outcomes, accountId, funded };
+}
+
 // A rolling update of billing or text while clients keep sending: the gateway reaches both over
 // long-lived exchange streams. The service shutting down answers what it took and refuses the
 // rest, which the gateway sends to its successor, so every request is served and billed exactly
 // once: the wallet moves by exactly what the answers say and the ledger audit stays clean.
 describe('rolling restarts of billing and text under load', () => {
-  let system: RunningSystem;
-
-  beforeAll(async () => {
-    system = await startTestSystem();
-    await seedDemoModels(system);
-  }, 120_000);
-  afterAll(() => system?.stop());
-
-  /**
-   * Six clients send chat requests until told to stop, while `name` is stopped (SIGTERM, or
-   * SIGKILL: a crash) and started again.
-   */
-  async function restartUnderLoad(name: ServiceName, how: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<{ outcomes: Outcome[]; accountId: string; funded: number }> {
-    const funded = 10_000_000;
-    const { apiKey, accountId } = await fundedAccount(system, funded);
-    await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '100000', '--per-minute', '10000000');
-    await waitForListing(system, apiKey, ['gpt-sim-mini']);
-    const outcomes: Outcome[] = [];
-    const running = { stop: false };
-    const client = async () => {
-      while (!running.stop) {
-        const res = await fetch(`${system.baseUrl}/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'gpt-sim-mini', max_tokens: 16, messages: [{ role: 'user', content: `through a restart of ${name}` }] }),
-        });
-        const body = (await res.json()) as { service?: { credit_charged: number }; error?: { code: string } };
-        outcomes.push({ status: res.status, charged: body.service?.credit_charged ?? 0, ...(body.error ? { code: body.error.code } : {}) });
-      }
-    };
-    const clients = Array.from({ length: 6 }, client);
-    await sleep(500);
-    const before = outcomes.length;
-    if (how === 'SIGTERM') await system.stopService(name);
-    else {
-      const child = system.services.get(name)!.child;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
-    await system.restartService(name);
-    await sleep(700);
-    running.stop = true;
-    await Promise.all(clients);
-    expect(outcomes.length).toBeGreaterThan(before); // requests flowed across the restart
-    return { outcomes, accountId, funded };
-  }
-
   for (const name of ['billing', 'text'] as const) {
     it(`${name}: every request is served, charged once, and the wallet moves by exactly the charges`, async () => {
       const { outcomes, accountId, funded } = await restartUnderLoad(name);
@@ -96,4 +102,87 @@ describe('rolling restarts of billing and text under load', () => {
     expect(await balanceOf(system, accountId)).toBe(funded - charged);
     expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
   }, 90_000);
+});
+
+/**
+ * The money calls with the network failing in between: `lost` answers after billing did the call
+ * (a deadline passing, a stream breaking), `undelivered` fails before billing sees it.
+ */
+function faulty(money: MoneyCalls, faults: { authorize?: Fault; settle?: Fault }): MoneyCalls {
+  const wrap = <K extends 'authorize' | 'settle'>(name: K) =>
+    (async (req: never) => {
+      const fault = faults[name];
+      if (fault && fault.times > 0) {
+        fault.times--;
+        if (fault.kind === 'undelivered') throw new RpcError(status.UNAVAILABLE, 'no connection');
+        await (money[name] as (r: never) => Promise<unknown>)(req);
+        throw new RpcError(status.DEADLINE_EXCEEDED, 'the answer was lost');
+      }
+      return (money[name] as (r: never) => Promise<unknown>)(req);
+    }) as MoneyCalls[K];
+  return { authorize: wrap('authorize'), settle: wrap('settle'), release: (req, opts) => money.release(req, opts) };
+}
+interface Fault {
+  kind: 'lost' | 'undelivered';
+  times: number;
+}
+
+// The gateway's billing steps (billing-flow.ts) against the real billing, with the answers of its
+// calls lost or the calls never delivered: a retry finds the one hold and the one charge, and a
+// settle that is never answered is taken back, so the client's "not charged" is the truth.
+describe('money calls whose answers are lost', () => {
+  const fast = { retries: 3, minTimeout: 10, factor: 1 };
+  // 1 credit a token: a charge of 40 tokens is 40 credits.
+  const model = { id: 'gpt-sim-mini', unit: billingV1.BillingUnit.MILLION_TOKENS, price: 1_000_000n } as ResolvedModel;
+  const log = { info() {}, warn() {}, error() {} } as never;
+  let money: MoneyCalls & { close(): void };
+  let billing: ServiceClient<MethodsOf<typeof billingV1.BillingService>> & { close(): void };
+
+  beforeAll(() => {
+    money = createMoneyExchange(system.billingAddr);
+    billing = createClient(billingV1.BillingService, system.billingAddr);
+  });
+  afterAll(() => {
+    money?.close();
+    billing?.close();
+  });
+
+  async function holdFor(faults: { authorize?: Fault; settle?: Fault }) {
+    const funded = 1_000;
+    const { accountId, keyId } = await fundedAccount(system, funded);
+    const calls: SettleCalls = { money: faulty(money, faults), billing };
+    const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
+    const hold = await holdCredits(calls.money, key, model, 'chat/completions', 100n, true, { retries: fast });
+    return { funded, accountId, calls, hold };
+  }
+
+  it('answers lost twice on authorize and on settle: one hold, one charge, reported as it is', async () => {
+    const { funded, accountId, calls, hold } = await holdFor({ authorize: { kind: 'lost', times: 2 }, settle: { kind: 'lost', times: 2 } });
+    const charge = await settleHold(calls, log, hold, { units: 40n, inputTokens: 30n, outputTokens: 10n }, fast);
+    expect(charge).toEqual({ creditCharged: 40n, balanceAfter: BigInt(funded - 40) });
+    expect(await balanceOf(system, accountId)).toBe(funded - 40);
+    expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it.each([
+    ['went through, its answers lost', 'lost'],
+    ['never delivered', 'undelivered'],
+  ] as const)('a settle never answered (%s): the client hears "not charged", and it is not', async (_name, kind) => {
+    const { funded, accountId, calls, hold } = await holdFor({ settle: { kind, times: Infinity } });
+    const err = await settleHold(calls, log, hold, { units: 40n }, fast).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GatewayError);
+    expect(err).toMatchObject({ code: 'upstream_error', message: expect.stringMatching(/not charged/) });
+    // Taken back in the background: the hold released, or the charge that went through refunded.
+    await vi.waitFor(async () => expect(await balanceOf(system, accountId)).toBe(funded), { timeout: 10_000, interval: 100 });
+    expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it('a refusal is an answer: not retried', async () => {
+    const { calls, hold } = await holdFor({});
+    let settles = 0;
+    const counted: SettleCalls = { ...calls, money: { ...calls.money, settle: (req, opts) => (settles++, calls.money.settle(req, opts)) } };
+    const err = await settleHold(counted, log, { ...hold, price: hold.price + 1n }, { units: 40n }, fast).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'invalid_request' });
+    expect(settles).toBe(1);
+  });
 });

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { RpcError, type billingV1, type MoneyCalls } from '@gw/contracts';
+import { RpcError, type billingV1, type MethodsOf, type MoneyCalls, type ServiceClient } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { FastifyBaseLogger } from 'fastify';
-import pRetry, { type Options as RetryOptions } from 'p-retry';
+import type { Options as RetryOptions } from 'p-retry';
 import type { KeyRecord } from '../auth/key-cache.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
+import { IN_BACKGROUND, ON_REQUEST, untilAnswered } from './retries.ts';
 
 /** Credits held for one generation request; settled or released exactly once. */
 export interface Hold {
@@ -32,41 +33,49 @@ export async function holdCredits(
   endpoint: string,
   worstUnits: bigint,
   text: boolean,
-  opts: { checkRateLimit?: boolean; requestId?: string } = {},
+  opts: { checkRateLimit?: boolean; requestId?: string; retries?: RetryOptions } = {},
 ): Promise<Hold> {
   const requestId = opts.requestId ?? randomUUID();
-  await billing.authorize({
-    requestId,
-    accountId: key.accountId,
-    keyId: key.keyId,
-    endpoint,
-    model: model.id,
-    unit: model.unit,
-    pricePerUnit: model.price,
-    worstUnits,
-    text,
-    checkRateLimit: opts.checkRateLimit ?? false,
-  });
+  const authorize = () =>
+    billing.authorize({
+      requestId,
+      accountId: key.accountId,
+      keyId: key.keyId,
+      endpoint,
+      model: model.id,
+      unit: model.unit,
+      pricePerUnit: model.price,
+      worstUnits,
+      text,
+      checkRateLimit: opts.checkRateLimit ?? false,
+    });
+  // Idempotent by request id: a retry after a lost answer finds the one hold.
+  await untilAnswered(authorize, opts.retries ?? ON_REQUEST);
   return { requestId, accountId: key.accountId, unit: model.unit, price: model.price };
 }
 
-/**
- * Retries of a settle that got no answer (billing restarting, overloaded, or its database away):
- * a settle is idempotent by request id, so the retry answers the one charge whether or not the
- * lost attempt went through, and the client is told what it was really charged. Each attempt has
- * the call's deadline: about 20 s of billing away in all. Domain errors are answers, not retried.
- */
-export const SETTLE_RETRIES: RetryOptions = { retries: 3, minTimeout: 250, factor: 2, randomize: true };
+/** The billing calls of a settlement: settle over the exchange; release and refund to take a charge back. */
+export interface SettleCalls {
+  money: MoneyCalls;
+  billing: Pick<ServiceClient<MethodsOf<typeof billingV1.BillingService>>, 'release' | 'refund'>;
+}
 
-/** Charges the actual use. `reconcile`: the provider succeeded without usage (DECISIONS.md). */
+/**
+ * Charges the actual use. `reconcile`: the provider succeeded without usage (DECISIONS.md).
+ * Idempotent by request id, so a settle whose answer is lost is sent again and answers the one
+ * charge that happened. If billing stays away, whatever the request may have cost is taken back
+ * in the background (`undoCharge`) and the client is told it is not charged: the truth, once
+ * that has run.
+ */
 export async function settleHold(
-  billing: MoneyCalls,
+  calls: SettleCalls,
+  log: FastifyBaseLogger,
   hold: Hold,
   usage: { units: bigint; inputTokens?: bigint; outputTokens?: bigint; reconcile?: boolean },
-  retries: RetryOptions = SETTLE_RETRIES,
+  retries: RetryOptions = ON_REQUEST,
 ): Promise<Charge> {
   const settle = () =>
-    billing.settle({
+    calls.money.settle({
       requestId: hold.requestId,
       accountId: hold.accountId,
       unit: hold.unit,
@@ -77,17 +86,37 @@ export async function settleHold(
       reconcile: usage.reconcile ?? false,
     });
   try {
-    const res = await pRetry(settle, { ...retries, shouldRetry: ({ error }) => error instanceof RpcError });
+    const res = await untilAnswered(settle, retries);
     return { creditCharged: res.creditCharged, balanceAfter: res.balanceAfter };
   } catch (err) {
     if (!(err instanceof RpcError)) throw err;
-    // An attempt may have gone through unanswered: not "nothing was charged". If none did, the
-    // sweeper gives the hold back.
-    throw new GatewayError(
-      'upstream_error',
-      'Billing did not confirm this request\'s charge. If it went through it is in your usage; otherwise the held credits return to your balance.',
-    );
+    log.error({ err, holdId: hold.requestId }, 'a settle got no answer; taking back whatever it may have charged');
+    void undoCharge(calls.billing, hold, log);
+    throw new GatewayError('upstream_error', 'Billing did not confirm the charge of this request, so it is not charged: its hold is given back.');
   }
+}
+
+/**
+ * Takes back what a request whose settle went unanswered may have cost: releases its hold (a
+ * settle still on its way then charges nothing) and refunds a charge that went through. Both are
+ * idempotent; retried in the background while billing is away. Only a gateway dying within those
+ * 10 minutes leaves it undone (an open hold is still released by billing's sweeper).
+ */
+export async function undoCharge(billing: SettleCalls['billing'], hold: Hold, log: FastifyBaseLogger, policy: RetryOptions = IN_BACKGROUND): Promise<void> {
+  const ids = { requestId: hold.requestId, accountId: hold.accountId };
+  const undo = async () => {
+    await billing.release(ids);
+    // A released hold has no charge to refund: `not_found`.
+    const refunded = await billing.refund(ids).catch((err: unknown) => {
+      if (err instanceof GatewayError && err.code === 'not_found') return undefined;
+      throw err;
+    });
+    return refunded?.creditRefunded ?? 0n;
+  };
+  await untilAnswered(undo, policy).then(
+    (refunded) => log.warn({ holdId: hold.requestId, refunded: Number(refunded) }, 'an unconfirmed charge is taken back'),
+    (err: unknown) => log.error({ err, holdId: hold.requestId }, 'taking back an unconfirmed charge failed; an open hold is left to the sweeper'),
+  );
 }
 
 /**

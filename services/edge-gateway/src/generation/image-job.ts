@@ -2,11 +2,11 @@ import { mediaV1, RpcError } from '@gw/contracts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import pRetry from 'p-retry';
 import type { GatewayDeps } from '../app.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
 import type { ImageEditRequest, ImageGenerationRequest } from './image-request.ts';
+import { IN_BACKGROUND, untilAnswered } from './retries.ts';
 import { routesOf } from './text-request.ts';
 
 /**
@@ -34,13 +34,6 @@ export function imagesBody(images: readonly mediaV1.ImageData[], charge: Charge,
 }
 
 /**
- * Retries of a finished job's record when media could not be reached: jittered backoff (a media
- * outage does not end in every gateway retrying at once), for 10 minutes, well inside media's
- * 30 minutes after which it abandons a running job and billing refunds it.
- */
-const FINISH_RETRIES = { retries: 40, minTimeout: 500, factor: 2, maxTimeout: 30_000, randomize: true, maxRetryTime: 10 * 60_000, unref: true };
-
-/**
  * Records the settled charge with the job: media then keeps the result for the Idempotency-Key,
  * and the job can no longer go stale and be refunded. The client has paid and gets its images
  * whatever happens here. When media cannot be reached, the gateway keeps trying in the
@@ -58,7 +51,8 @@ async function recordFinished(deps: GatewayDeps, log: FastifyBaseLogger, finishe
     }
     log.warn({ err }, 'recording a finished image job failed; retrying in the background');
   }
-  pRetry(finish, { ...FINISH_RETRIES, shouldRetry: ({ error }) => error instanceof RpcError }).then(
+  // For 10 minutes: well inside media's 30, after which it abandons a running job and billing refunds it.
+  untilAnswered(finish, IN_BACKGROUND).then(
     () => log.info('finished image job recorded on a retry'),
     (err: unknown) => log.error({ err }, 'recording a finished image job failed for good; media abandons it once stale and billing refunds it'),
   );
@@ -135,7 +129,7 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
 
   let charge: Charge;
   try {
-    charge = await settleHold(deps.money, hold, { units: BigInt(images.length) });
+    charge = await settleHold(deps, log, hold, { units: BigInt(images.length) });
   } catch (err) {
     return fail(err);
   }

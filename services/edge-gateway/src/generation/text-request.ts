@@ -3,7 +3,7 @@ import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import { attachService, createStreamTranslator, estimateInputTokensUpperBound, maxOutputTokens, validateRequest, type Dialect } from '@gw/translate';
 import { trace } from '@opentelemetry/api';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { SseWriter, type SseFrame } from '../http/sse.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
@@ -62,9 +62,9 @@ function worstTokens(dialect: Dialect, body: Json, model: ResolvedModel): bigint
 }
 
 /** Settles a text hold from the provider's usage; no usage = minimum charge and reconciliation. */
-export function settleText(deps: GatewayDeps, hold: Hold, usage: textV1.Usage | undefined): Promise<Charge> {
-  if (!usage) return settleHold(deps.money, hold, { units: 0n, reconcile: true });
-  return settleHold(deps.money, hold, { units: usage.billableTokens, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
+export function settleText(deps: GatewayDeps, log: FastifyBaseLogger, hold: Hold, usage: textV1.Usage | undefined): Promise<Charge> {
+  if (!usage) return settleHold(deps, log, hold, { units: 0n, reconcile: true });
+  return settleHold(deps, log, hold, { units: usage.billableTokens, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
 }
 
 export interface TextCall {
@@ -121,7 +121,7 @@ export async function runText(
     await releaseHold(deps.money, hold, request.log);
     throw err;
   }
-  const charge = await settleText(deps, hold, res.usage);
+  const charge = await settleText(deps, request.log, hold, res.usage);
   const answer = JSON.parse(Buffer.from(res.body).toString('utf8')) as Json;
   return { body: attachService(call.dialect, answer, serviceObject(charge)), usage: res.usage, charge };
 }
@@ -186,7 +186,7 @@ async function streamText(
     await writeErrorEvents(sse, dialect, failure);
   } else {
     try {
-      const charge = await settleText(deps, hold, end?.usage);
+      const charge = await settleText(deps, request.log, hold, end?.usage);
       await sse.write(
         ...held.map((frame, i) => {
           const data = Buffer.from(frame.data).toString('utf8');
@@ -195,7 +195,7 @@ async function streamText(
         }),
       );
     } catch (err) {
-      request.log.error({ err }, 'settling a finished stream failed; the hold is left to the sweeper');
+      request.log.error({ err }, 'settling a finished stream failed');
       await writeErrorEvents(sse, dialect, publicFailure(err));
     }
   }
