@@ -1,8 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { GatewayError, isErrorCode, type ErrorDetails } from '@gw/errors';
+import { GatewayError, isErrorCode } from '@gw/errors';
 import { context, propagation, type Context } from '@opentelemetry/api';
-import { RpcError } from './errors.ts';
+import { decodeDetails, encodeDetails, RpcError } from './errors.ts';
 import { withRpcSpan } from './tracing.ts';
 import type { CallContext } from './types.ts';
 
@@ -40,7 +40,7 @@ const NOT_TAKEN: ExchangeFailure = { code: '', message: 'the server is shutting 
 /** A handler's error on the wire: domain errors keep code and details; anything else hides its cause. */
 export function toExchangeFailure(err: unknown): ExchangeFailure {
   if (err instanceof GatewayError) {
-    return { code: err.code, message: err.message, detailsJson: Object.keys(err.details).length > 0 ? JSON.stringify(err.details) : '', notTaken: false };
+    return { code: err.code, message: err.message, detailsJson: encodeDetails(err.details), notTaken: false };
   }
   return { code: '', message: 'internal error', detailsJson: '', notTaken: false };
 }
@@ -48,8 +48,7 @@ export function toExchangeFailure(err: unknown): ExchangeFailure {
 /** The caller-side inverse of `toExchangeFailure`, as the unary client would have thrown it. */
 export function fromExchangeFailure(failure: ExchangeFailure, path: string): GatewayError | RpcError {
   if (isErrorCode(failure.code)) {
-    const details = failure.detailsJson === '' ? {} : (JSON.parse(failure.detailsJson) as ErrorDetails);
-    return new GatewayError(failure.code, failure.message, details);
+    return new GatewayError(failure.code, failure.message, decodeDetails(failure.detailsJson));
   }
   return new RpcError(status.INTERNAL, `${path}: INTERNAL ${failure.message}`);
 }
