@@ -104,6 +104,30 @@ describe('rolling restarts of billing and text under load', () => {
   }, 90_000);
 });
 
+describe('a service that stays down', () => {
+  it('text down: a chat request fails 502 upstream_error within the connect wait (not the 11-minute deadline) and charges nothing', async () => {
+    const funded = 1_000_000;
+    const { apiKey, accountId } = await fundedAccount(system, funded);
+    await waitForListing(system, apiKey, ['gpt-sim-mini']);
+    await system.stopService('text');
+    try {
+      const started = Date.now();
+      const res = await fetch(`${system.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-sim-mini', max_tokens: 16, messages: [{ role: 'user', content: 'anyone there?' }] }),
+        signal: AbortSignal.timeout(25_000), // far short of the Generate deadline
+      });
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(9_000); // it did wait for a restart first
+      expect(await balanceOf(system, accountId)).toBe(funded);
+    } finally {
+      await system.restartService('text');
+    }
+  }, 60_000);
+});
+
 /**
  * The money calls with the network failing in between: `lost` answers after billing did the call
  * (a deadline passing, a stream breaking), `undelivered` fails before billing sees it.

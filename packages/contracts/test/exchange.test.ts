@@ -168,6 +168,18 @@ describe('billing exchange', () => {
     client.close();
   });
 
+  it('fails a call that is not resent when the service cannot be reached within the connect wait, not at its long deadline (a Generate has 11 minutes)', async () => {
+    const gone = await startFake();
+    const address = gone.address;
+    gone.server.forceShutdown();
+    const client = createClient(billingV1.BillingService, address, { connectWaitMs: 300 });
+    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: false });
+    const call = exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize('unsent') } }), 11 * 60_000);
+    await expect(call).rejects.toMatchObject({ grpcCode: grpc.status.UNAVAILABLE });
+    exchange.close();
+    client.close();
+  });
+
   it('fails calls made on a closed exchange', async () => {
     const fake = await startFake();
     const money = createMoneyExchange(fake.address);

@@ -33,6 +33,14 @@ async function healthServer(port: number): Promise<{ server: grpc.Server; port: 
   return { server, port: await bindServer(server, '127.0.0.1', port) };
 }
 
+/** A loopback port nothing listens on. */
+function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const probe = new grpc.Server();
+    probe.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, p) => probe.tryShutdown(() => resolve(p)));
+  });
+}
+
 describe('grpc adapter', () => {
   const server = new grpc.Server();
   const health = new HealthState();
@@ -103,10 +111,7 @@ describe('grpc adapter', () => {
   });
 
   it('waits for a server that is starting, within the deadline, instead of failing at once', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const probe = new grpc.Server();
-      probe.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, p) => probe.tryShutdown(() => resolve(p)));
-    });
+    const port = await freePort();
     const client = createClient(healthV1.Health, `127.0.0.1:${port}`, { defaultTimeoutMs: 5_000 });
     let late: grpc.Server | undefined;
     try {
@@ -138,6 +143,23 @@ describe('grpc adapter', () => {
     } finally {
       client.close();
       second?.forceShutdown();
+    }
+  });
+
+  // A long deadline (a Generate has 11 minutes) must not become a long hang when the service is
+  // down: a call waits for it to be reachable only so long, then fails UNAVAILABLE.
+  it('fails a call to a service that stays unreachable after the connect wait, not at its long deadline', async () => {
+    const port = await freePort();
+    const client = createClient(healthV1.Health, `127.0.0.1:${port}`, { defaultTimeoutMs: 120_000, connectWaitMs: 300 });
+    try {
+      await expect(client.check({ service: '' })).rejects.toMatchObject({ name: 'RpcError', grpcCode: grpc.status.UNAVAILABLE, message: expect.stringMatching(/could not be reached/) });
+      const watching = (async () => {
+        for await (const _ of client.watch({ service: '' })) return 'answered';
+        return 'ended';
+      })();
+      await expect(watching).rejects.toMatchObject({ grpcCode: grpc.status.UNAVAILABLE, message: expect.stringMatching(/could not be reached/) });
+    } finally {
+      client.close();
     }
   });
 

@@ -3,7 +3,7 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import * as grpc from '@grpc/grpc-js';
 import { context } from '@opentelemetry/api';
 import { deserializer, serializer } from './codec.ts';
-import { fromServiceError } from './errors.ts';
+import { fromServiceError, RpcError } from './errors.ts';
 import { injectTrace, withRpcSpan } from './tracing.ts';
 import type { CallOptions, ServiceClient } from './types.ts';
 
@@ -12,6 +12,27 @@ export interface ClientOptions {
   defaultTimeoutMs?: number;
   /** Largest message accepted from the server (grpc-js defaults to 4 MiB). */
   maxReceiveBytes?: number;
+  /**
+   * How long a call waits for its service to be reachable before failing UNAVAILABLE (default
+   * 10 s): long enough for a restart, short of a long call's deadline (a Generate has 11 minutes).
+   */
+  connectWaitMs?: number;
+}
+
+/**
+ * Calls `onUnreachable` if the channel does not become ready within `waitMs`: the call waiting on
+ * it was then never sent, so failing it is safe for any call. Returns the guard's disarm.
+ * Costs nothing when the channel is ready, as it nearly always is.
+ */
+function guardReachable(channel: grpc.Client, waitMs: number, onUnreachable: () => void): () => void {
+  if (channel.getChannel().getConnectivityState(false) === grpc.connectivityState.READY) return () => {};
+  let armed = true;
+  channel.waitForReady(Date.now() + waitMs, (err) => {
+    if (err && armed) onUnreachable();
+  });
+  return () => {
+    armed = false;
+  };
 }
 
 function isServiceError(err: unknown): err is grpc.ServiceError {
@@ -39,6 +60,8 @@ export function createClient<S extends GenServiceMethods>(
     ...(opts.maxReceiveBytes === undefined ? {} : { 'grpc.max_receive_message_length': opts.maxReceiveBytes }),
   });
   const defaultTimeout = opts.defaultTimeoutMs ?? 5_000;
+  const connectWait = opts.connectWaitMs ?? 10_000;
+  const unreachable = (path: string) => new RpcError(grpc.status.UNAVAILABLE, `${path}: UNAVAILABLE the service could not be reached within ${connectWait} ms`);
   const client: Record<string, unknown> = { close: () => channel.close() };
 
   for (const method of service.methods as DescMethod[]) {
@@ -50,7 +73,10 @@ export function createClient<S extends GenServiceMethods>(
       client[method.localName] = () => {
         const metadata = new grpc.Metadata();
         metadata.setOptions({ waitForReady: true });
-        return channel.makeBidiStreamRequest(path, serialize, deserialize, metadata);
+        const stream = channel.makeBidiStreamRequest(path, serialize, deserialize, metadata);
+        // Unreachable: the stream breaks, so its calls fail (or go again) as after any break.
+        guardReachable(channel, connectWait, () => stream.cancel());
+        return stream;
       };
       continue;
     }
@@ -65,11 +91,18 @@ export function createClient<S extends GenServiceMethods>(
         });
         const onAbort = () => stream.cancel();
         call.signal?.addEventListener('abort', onAbort, { once: true });
+        let gaveUp = false;
+        const disarm = guardReachable(channel, connectWait, () => {
+          gaveUp = true;
+          stream.cancel();
+        });
         try {
           for await (const msg of stream) yield msg;
         } catch (err) {
+          if (gaveUp) throw unreachable(path);
           throw isServiceError(err) ? fromServiceError(err, path) : err;
         } finally {
+          disarm();
           call.signal?.removeEventListener('abort', onAbort);
           stream.cancel();
         }
@@ -85,6 +118,7 @@ export function createClient<S extends GenServiceMethods>(
           // instead of failing the call at once.
           metadata.setOptions({ waitForReady: true });
           injectTrace(metadata, ctx);
+          let gaveUp = false;
           const pending = channel.makeUnaryRequest(
             path,
             serialize,
@@ -92,8 +126,17 @@ export function createClient<S extends GenServiceMethods>(
             req as never,
             metadata,
             { deadline: Date.now() + (call.timeoutMs ?? defaultTimeout) },
-            (err, res) => (err ? reject(fromServiceError(err, path)) : resolve(res)),
+            (err, res) => {
+              disarm();
+              if (gaveUp) reject(unreachable(path));
+              else if (err) reject(fromServiceError(err, path));
+              else resolve(res);
+            },
           );
+          const disarm = guardReachable(channel, connectWait, () => {
+            gaveUp = true;
+            pending.cancel();
+          });
           call.signal?.addEventListener('abort', () => pending.cancel(), { once: true });
         }),
       );
