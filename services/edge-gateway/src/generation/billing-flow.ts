@@ -102,7 +102,7 @@ export async function settleHold(
  * idempotent; retried in the background while billing is away. Only a gateway dying within those
  * 10 minutes leaves it undone (an open hold is still released by billing's sweeper).
  */
-export async function undoCharge(billing: SettleCalls['billing'], hold: Hold, log: FastifyBaseLogger, policy: RetryOptions = IN_BACKGROUND): Promise<void> {
+async function undoCharge(billing: SettleCalls['billing'], hold: Hold, log: FastifyBaseLogger): Promise<void> {
   const ids = { requestId: hold.requestId, accountId: hold.accountId };
   const undo = async () => {
     await billing.release(ids);
@@ -113,7 +113,7 @@ export async function undoCharge(billing: SettleCalls['billing'], hold: Hold, lo
     });
     return refunded?.creditRefunded ?? 0n;
   };
-  await untilAnswered(undo, policy).then(
+  await untilAnswered(undo, IN_BACKGROUND).then(
     (refunded) => log.warn({ holdId: hold.requestId, refunded: Number(refunded) }, 'an unconfirmed charge is taken back'),
     (err: unknown) => log.error({ err, holdId: hold.requestId }, 'taking back an unconfirmed charge failed; an open hold is left to the sweeper'),
   );
