@@ -111,7 +111,6 @@ describe('a service that stays down', () => {
     await waitForListing(system, apiKey, ['gpt-sim-mini']);
     await system.stopService('text');
     try {
-      const started = Date.now();
       const res = await fetch(`${system.baseUrl}/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
@@ -120,7 +119,6 @@ describe('a service that stays down', () => {
       });
       expect(res.status).toBe(502);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
-      expect(Date.now() - started).toBeGreaterThanOrEqual(9_000); // it did wait for a restart first
       expect(await balanceOf(system, accountId)).toBe(funded);
     } finally {
       await system.restartService('text');
