@@ -19,20 +19,28 @@ export interface ClientOptions {
   connectWaitMs?: number;
 }
 
+/** A call's wait for its channel; `gaveUp`: the wait ran out and the call was cancelled unsent. */
+interface ReachGuard {
+  readonly gaveUp: boolean;
+  disarm(): void;
+}
+
+const NOTHING_TO_GUARD: ReachGuard = { gaveUp: false, disarm: () => {} };
+
 /**
- * Calls `onUnreachable` if the channel does not become ready within `waitMs`: the call waiting on
- * it was then never sent, so failing it is safe for any call. Returns the guard's disarm.
- * Costs nothing when the channel is ready, as it nearly always is.
+ * Cancels a call (`cancel`) if the channel does not become ready within `waitMs`: the call was
+ * then never sent, so failing it is safe for any call. Costs nothing when the channel is ready,
+ * as it nearly always is.
  */
-function guardReachable(channel: grpc.Client, waitMs: number, onUnreachable: () => void): () => void {
-  if (channel.getChannel().getConnectivityState(false) === grpc.connectivityState.READY) return () => {};
-  let armed = true;
+function guardReachable(channel: grpc.Client, waitMs: number, cancel: () => void): ReachGuard {
+  if (channel.getChannel().getConnectivityState(false) === grpc.connectivityState.READY) return NOTHING_TO_GUARD;
+  const guard = { gaveUp: false, armed: true, disarm: () => (guard.armed = false) };
   channel.waitForReady(Date.now() + waitMs, (err) => {
-    if (err && armed) onUnreachable();
+    if (!err || !guard.armed) return;
+    guard.gaveUp = true;
+    cancel();
   });
-  return () => {
-    armed = false;
-  };
+  return guard;
 }
 
 function isServiceError(err: unknown): err is grpc.ServiceError {
@@ -91,18 +99,14 @@ export function createClient<S extends GenServiceMethods>(
         });
         const onAbort = () => stream.cancel();
         call.signal?.addEventListener('abort', onAbort, { once: true });
-        let gaveUp = false;
-        const disarm = guardReachable(channel, connectWait, () => {
-          gaveUp = true;
-          stream.cancel();
-        });
+        const guard = guardReachable(channel, connectWait, () => stream.cancel());
         try {
           for await (const msg of stream) yield msg;
         } catch (err) {
-          if (gaveUp) throw unreachable(path);
+          if (guard.gaveUp) throw unreachable(path);
           throw isServiceError(err) ? fromServiceError(err, path) : err;
         } finally {
-          disarm();
+          guard.disarm();
           call.signal?.removeEventListener('abort', onAbort);
           stream.cancel();
         }
@@ -118,7 +122,6 @@ export function createClient<S extends GenServiceMethods>(
           // instead of failing the call at once.
           metadata.setOptions({ waitForReady: true });
           injectTrace(metadata, ctx);
-          let gaveUp = false;
           const pending = channel.makeUnaryRequest(
             path,
             serialize,
@@ -127,16 +130,13 @@ export function createClient<S extends GenServiceMethods>(
             metadata,
             { deadline: Date.now() + (call.timeoutMs ?? defaultTimeout) },
             (err, res) => {
-              disarm();
-              if (gaveUp) reject(unreachable(path));
+              guard.disarm();
+              if (guard.gaveUp) reject(unreachable(path));
               else if (err) reject(fromServiceError(err, path));
               else resolve(res);
             },
           );
-          const disarm = guardReachable(channel, connectWait, () => {
-            gaveUp = true;
-            pending.cancel();
-          });
+          const guard = guardReachable(channel, connectWait, () => pending.cancel());
           call.signal?.addEventListener('abort', () => pending.cancel(), { once: true });
         }),
       );
