@@ -99,7 +99,7 @@ export const fmt = (r: RunResult) =>
  * The whole system on free ports in a scratch database, with the demo models, one account funded
  * far beyond any run and its API key; rate limits out of the way. `stop` also drops the database.
  */
-export async function startBenchSystem(): Promise<{ system: RunningSystem; apiKey: string; stop: () => Promise<void> }> {
+export async function startBenchSystem(): Promise<{ system: RunningSystem; apiKey: string; accountId: string; keyId: string; stop: () => Promise<void> }> {
   const db = await scratchDatabase();
   const system = await startSystem({
     databaseUrl: db.url,
@@ -119,10 +119,10 @@ export async function startBenchSystem(): Promise<{ system: RunningSystem; apiKe
     const billing = createClient(billingV1.BillingService, system.billingAddr);
     const { accountId } = await billing.createAccount({ name: 'bench' });
     await billing.topUp({ accountId, credits: 1_000_000_000_000n, reference: `bench-${accountId}` });
-    const { apiKey } = await billing.createApiKey({ accountId, name: 'bench' });
+    const { apiKey, keyId } = await billing.createApiKey({ accountId, name: 'bench' });
     billing.close();
     await new Promise((r) => setTimeout(r, 1_500)); // the gateway reloads the catalog on the change event
-    return { system, apiKey, stop };
+    return { system, apiKey, accountId, keyId, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -138,10 +138,19 @@ export interface Sample {
 
 /** One POST over a kept-alive connection; resolves with total time and time to the first chunk of body containing `marker`. */
 export function post(url: URL, headers: Record<string, string>, body: string, marker: string): Promise<Sample> {
+  return send('POST', url, { 'content-type': 'application/json', ...headers }, body, marker);
+}
+
+/** One GET over a kept-alive connection, timed as `post` times it. */
+export function get(url: URL, headers: Record<string, string> = {}): Promise<Sample> {
+  return send('GET', url, headers, undefined, '');
+}
+
+function send(method: string, url: URL, headers: Record<string, string>, body: string | undefined, marker: string): Promise<Sample> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
     let firstByte = 0;
-    const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+    const req = request(url, { method, agent, headers }, (res) => {
       let buffered = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
