@@ -300,6 +300,17 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(await balanceOf(system, account.accountId)).toBe(before);
   });
 
+  /** The key's usage records once the gateway has settled its requests (it does so after a client left). */
+  async function settledUsage(keyId: string): Promise<Array<{ credits: number; endpoint: string }>> {
+    const deadline = Date.now() + 10_000;
+    let records: Array<{ credits: number; endpoint: string }> = [];
+    while (Date.now() < deadline && records.length === 0) {
+      records = ((await admin(system, 'usage', '--key', keyId)) as { records: typeof records }).records;
+      if (records.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    return records;
+  }
+
   it('a client that leaves mid-stream is billed for the real usage of the whole stream', async () => {
     const mine = await fundedAccount(system, 1_000_000);
     const controller = new AbortController();
@@ -313,15 +324,31 @@ describe('text protocols through the whole system, with the official SDKs', () =
     await reader.read();
     controller.abort();
     // The gateway drains the upstream stream and settles; the usage record shows the charge.
-    const deadline = Date.now() + 10_000;
-    let records: Array<{ credits: number; endpoint: string }> = [];
-    while (Date.now() < deadline && records.length === 0) {
-      records = ((await admin(system, 'usage', '--key', mine.keyId)) as { records: typeof records }).records;
-      if (records.length === 0) await new Promise((r) => setTimeout(r, 100));
-    }
+    const records = await settledUsage(mine.keyId);
     expect(records).toHaveLength(1);
     expect(records[0]!.credits).toBeGreaterThanOrEqual(1);
     expect(await balanceOf(system, mine.accountId)).toBe(1_000_000 - records[0]!.credits);
+  });
+
+  it('a client that leaves before the first event is billed too, and its hold is not left standing', async () => {
+    // A small wallet: a hold left standing would refuse the next request with 402.
+    const mine = await fundedAccount(system, 500);
+    const controller = new AbortController();
+    const started = fetch(`${system.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${mine.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-sim-sonnet', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'x [[sim:latency=1500]]' }] }),
+      signal: controller.signal,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    controller.abort();
+    await expect(started).rejects.toThrow();
+    const records = await settledUsage(mine.keyId);
+    expect(records).toHaveLength(1);
+    expect(records[0]!.credits).toBeGreaterThanOrEqual(1);
+    expect(await balanceOf(system, mine.accountId)).toBe(500 - records[0]!.credits);
+    const next = await anthropicClient(system, mine.apiKey).messages.create({ model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'and again' }] });
+    expect(next.content[0]?.type).toBe('text');
   });
 
   it('a success without usage charges the minimum and blocks text on the key until an operator resolves it', async () => {

@@ -14,17 +14,12 @@ export interface SseFrame {
  * keeps draining the upstream (billing needs its end).
  */
 export class SseWriter {
-  readonly #reply: FastifyReply;
-  #gone = false;
+  readonly #raw: FastifyReply['raw'];
 
   constructor(request: FastifyRequest, reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
-    this.#reply = reply;
     reply.hijack();
-    const raw = reply.raw;
-    raw.on('close', () => {
-      if (!raw.writableFinished) this.#gone = true;
-    });
-    raw.writeHead(200, {
+    this.#raw = reply.raw;
+    this.#raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
@@ -34,22 +29,25 @@ export class SseWriter {
     });
   }
 
-  /** True once the client went away. */
+  /**
+   * True once the client went away, also when it left before the stream opened (its `close` event
+   * is long past then): the response is destroyed without having finished.
+   */
   get clientGone(): boolean {
-    return this.#gone;
+    return this.#raw.destroyed && !this.#raw.writableFinished;
   }
 
   /** Writes the frames in one socket write. */
   async write(...frames: SseFrame[]): Promise<void> {
-    if (this.#gone || frames.length === 0) return;
+    if (this.clientGone || frames.length === 0) return;
     let text = '';
     for (const frame of frames) text += frame.event ? `event: ${frame.event}\ndata: ${frame.data}\n\n` : `data: ${frame.data}\n\n`;
-    if (!this.#reply.raw.write(text)) {
-      await Promise.race([once(this.#reply.raw, 'drain'), once(this.#reply.raw, 'close')]);
+    if (!this.#raw.write(text)) {
+      await Promise.race([once(this.#raw, 'drain'), once(this.#raw, 'close')]);
     }
   }
 
   end(): void {
-    if (!this.#reply.raw.writableEnded) this.#reply.raw.end();
+    if (!this.#raw.writableEnded) this.#raw.end();
   }
 }
