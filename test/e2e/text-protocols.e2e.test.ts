@@ -342,7 +342,7 @@ describe('text protocols through the whole system, with the official SDKs', () =
     });
     await new Promise((r) => setTimeout(r, 300));
     controller.abort();
-    await expect(started).rejects.toThrow();
+    await expect(started).rejects.toMatchObject({ name: 'AbortError' });
     const records = await settledUsage(mine.keyId);
     expect(records).toHaveLength(1);
     expect(records[0]!.credits).toBeGreaterThanOrEqual(1);
