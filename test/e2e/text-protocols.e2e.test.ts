@@ -365,6 +365,26 @@ describe('text protocols through the whole system, with the official SDKs', () =
     await expect(openai.chat.completions.create({ model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'again' }] })).resolves.toBeTruthy();
   });
 
+  it('a request naming no output cap is sent the model’s maximum, so its answer stays within its hold and is charged exactly', async () => {
+    // Without a cap sent upstream, this answer runs to ~32k tokens: past the hold, which assumes
+    // the model's maximum output (4,096 for the demo models).
+    const openai = openaiClient(system, account.apiKey);
+    const long = 'write on [[sim:words=20000]]';
+    const answers: Array<{ model: string; output: number; total: number; charged: number }> = [];
+    for (const model of TEXT_MODELS) {
+      const res = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: long }] });
+      const charged = (res as unknown as { service: { credit_charged: number } }).service.credit_charged;
+      answers.push({ model, output: res.usage!.completion_tokens, total: res.usage!.total_tokens, charged });
+    }
+    const res = await openai.responses.create({ model: 'gpt-sim-mini', input: long });
+    const charged = (res as unknown as { service: { credit_charged: number } }).service.credit_charged;
+    answers.push({ model: 'gpt-sim-mini', output: res.usage!.output_tokens, total: res.usage!.total_tokens, charged });
+    for (const a of answers) {
+      expect(a.output, a.model).toBeLessThanOrEqual(4_096);
+      expect(a.charged, a.model).toBe(charge(a.model, a.total));
+    }
+  }, 30_000);
+
   it('keeps an exact balance chain across consecutive requests', async () => {
     const mine = await fundedAccount(system, 500_000);
     const openai = openaiClient(system, mine.apiKey);

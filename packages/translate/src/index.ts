@@ -15,6 +15,7 @@
 import type { Dialect, RequestOptions, ResponseContext, Usage } from './ir.ts';
 import { isRecord, type Json } from './json.ts';
 import { CODECS } from './codecs.ts';
+import { maxOutputTokens } from './estimate.ts';
 
 export type { Dialect, OutputEvent, RequestOptions, ResponseContext, SseEvent, StreamFailure, Usage } from './ir.ts';
 export { TranslateError } from './errors.ts';
@@ -28,11 +29,13 @@ const OPENAI_SHARED_FIELDS = ['user', 'metadata', 'store', 'service_tier', 'prom
 /**
  * A request body in `from` → a body for an upstream speaking `to`, naming `opts.upstreamModel`
  * (gemini bodies carry no model: it goes in the URL). Same dialect: the body unchanged but for
- * `model`, `stream` set to `opts.stream`, and chat streams asking for usage (`stream_options`).
+ * `model`, `stream` set to `opts.stream`, chat streams asking for usage (`stream_options`) and
+ * the output cap. A request that names no cap gets `opts.defaultMaxOutputTokens` in every
+ * dialect: the hold assumes that cap, so the provider must not write past it.
  */
 export function translateRequest(from: Dialect, to: Dialect, body: Json, opts: RequestOptions): Json {
   if (from === to) {
-    const out: Json = { ...body };
+    const out = withOutputCap(to, { ...body }, opts.defaultMaxOutputTokens);
     if (to === 'gemini') {
       delete out.model;
       return out;
@@ -45,10 +48,31 @@ export function translateRequest(from: Dialect, to: Dialect, body: Json, opts: R
   }
   const ir = CODECS[from].parseRequest(body);
   ir.stream = opts.stream;
+  ir.maxOutputTokens ??= opts.defaultMaxOutputTokens;
   const out = CODECS[to].emitRequest(ir, opts);
   const openaiPair = (from === 'chat' && to === 'responses') || (from === 'responses' && to === 'chat');
   if (openaiPair) for (const field of OPENAI_SHARED_FIELDS) if (body[field] !== undefined) out[field] = body[field];
   return out;
+}
+
+/** `body` (a copy the caller owns) with `cap` in the dialect's own field when it names none. */
+function withOutputCap(dialect: Dialect, body: Json, cap: number | undefined): Json {
+  if (cap === undefined || maxOutputTokens(dialect, body) !== undefined) return body;
+  switch (dialect) {
+    case 'chat':
+      body.max_completion_tokens = cap;
+      break;
+    case 'messages':
+      body.max_tokens = cap;
+      break;
+    case 'responses':
+      body.max_output_tokens = cap;
+      break;
+    case 'gemini':
+      body.generationConfig = { ...(isRecord(body.generationConfig) ? body.generationConfig : {}), maxOutputTokens: cap };
+      break;
+  }
+  return body;
 }
 
 /**

@@ -147,7 +147,10 @@ export interface ResponseContext {
 export interface RequestOptions {
   upstreamModel: string;
   stream: boolean;
-  /** Used when the target requires an output cap (messages) and the request has none. */
+  /**
+   * The output cap sent when the request names none (the caller's hold assumes it); without it,
+   * only the messages dialect, which requires a cap, gets its default.
+   */
   defaultMaxOutputTokens?: number;
 }
 

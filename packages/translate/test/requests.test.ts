@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TranslateError, translateRequest, type Dialect } from '../src/index.ts';
+import { maxOutputTokens, TranslateError, translateRequest, type Dialect } from '../src/index.ts';
 import { CODECS } from '../src/codecs.ts';
 import type { IrRequest } from '../src/ir.ts';
 import { DIALECTS, PNG, REQUESTS } from './fixtures.ts';
@@ -98,6 +98,19 @@ describe('translateRequest details', () => {
     expect(translateRequest('chat', 'messages', chatBody({}), OPTS).max_tokens).toBe(4096);
     expect(translateRequest('chat', 'messages', chatBody({ max_tokens: 100 }), OPTS).max_tokens).toBe(100);
   });
+
+  it.each(DIALECTS.flatMap((from) => DIALECTS.map((to) => [from, to] as const)))(
+    '%s → %s: a request without an output cap is sent the caller default, one with a cap keeps it',
+    (from, to) => {
+      const uncapped = structuredClone(REQUESTS[from]);
+      for (const field of ['max_tokens', 'max_completion_tokens', 'max_output_tokens']) delete uncapped[field];
+      if (from === 'gemini') uncapped.generationConfig = { ...(uncapped.generationConfig as object), maxOutputTokens: undefined };
+      const withDefault = translateRequest(from, to, uncapped, { ...OPTS, defaultMaxOutputTokens: 1234 });
+      expect(maxOutputTokens(to, withDefault)).toBe(1234);
+      const capped = translateRequest(from, to, REQUESTS[from], { ...OPTS, defaultMaxOutputTokens: 1234 });
+      expect(maxOutputTokens(to, capped)).toBe(maxOutputTokens(from, REQUESTS[from]));
+    },
+  );
 
   it('reads chat max_completion_tokens before the legacy max_tokens', () => {
     const out = translateRequest('chat', 'responses', chatBody({ max_tokens: 50, max_completion_tokens: 70 }), OPTS);
