@@ -1,11 +1,11 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { crc32, deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { balanceOf, openaiClient, postDeclaredLength, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+import { noisePng } from '../support/images.ts';
 
 const PRICE: Record<string, number> = Object.fromEntries(DEMO_MODELS.map((m) => [m.id, Number(m.priceCreditPerUnit)]));
 const IMAGE_MODELS = ['gpt-sim-image', 'gemini-sim-image', 'gpt-sim-one-image', 'gpt-sim-url-image'];
@@ -52,27 +52,6 @@ function imageInfo(bytes: Buffer): { mime: string; width: number; height: number
     if (chunk === 'VP8X') return { mime: 'image/webp', width: bytes.readUIntLE(24, 3) + 1, height: bytes.readUIntLE(27, 3) + 1 };
   }
   throw new Error(`not a PNG, JPEG or WebP image (starts ${bytes.subarray(0, 12).toString('hex')})`);
-}
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const out = Buffer.alloc(body.length + 8);
-  out.writeUInt32BE(data.length, 0);
-  body.copy(out, 4);
-  out.writeUInt32BE(crc32(body), body.length + 4);
-  return out;
-}
-
-/** A real greyscale PNG of random pixels: it does not compress, so its size follows its dimensions. */
-function noisePng(width: number, height: number): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr.set([8, 0, 0, 0, 0], 8);
-  const rows = randomBytes((width + 1) * height);
-  for (let y = 0; y < height; y++) rows[y * (width + 1)] = 0;
-  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  return Buffer.concat([signature, pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(rows, { level: 0 })), pngChunk('IEND', Buffer.alloc(0))]);
 }
 
 describe('image generation and edits through the whole system', () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { anthropicClient, balanceOf, openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
+import { anthropicClient, balanceOf, openaiClient, postDeclaredLength, waitForListing, seedDemoModels } from '../support/clients.ts';
+import { noisePng } from '../support/images.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /** Prices of the demo text models (credits per million tokens). */
@@ -177,6 +178,42 @@ describe('text protocols through the whole system, with the official SDKs', () =
     // The OpenAI provider received the image in its own dialect.
     const seen = (await (await fetch(`${system.simulatorUrl}/_sim/requests?provider=openai&limit=1`)).json()) as { requests: Array<{ body: unknown }> };
     expect(JSON.stringify(seen.requests.at(-1)!.body)).toContain(`data:image/png;base64,${png}`);
+  });
+
+  it('takes a text body over 1 MiB (a 3 MB image in content), and refuses one over 32 MiB from its length', async () => {
+    const png = noisePng(2000, 1200).toString('base64');
+    expect(png.length).toBeGreaterThan(3_000_000);
+    const msg = await anthropicClient(system, account.apiKey).messages.create({
+      model: 'claude-sim-sonnet',
+      max_tokens: 32,
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }, { type: 'text', text: 'Describe it.' }] }],
+    });
+    expect(msg.content[0]?.type).toBe('text');
+    const refused = await postDeclaredLength(`${system.baseUrl}/chat/completions`, account.apiKey, 32 * 1024 * 1024 + 1, '{"model":');
+    expect(refused.status).toBe(400);
+    expect((JSON.parse(refused.body) as { error: unknown }).error).toEqual({
+      code: 'invalid_request',
+      message: 'The request body is larger than 33554432 bytes, more than any valid request.',
+    });
+  });
+
+  it('the messages protocol sends `request-id` on every answer, also when auth or the body fails before the handler', async () => {
+    for (const path of ['/messages', '/messages/count_tokens']) {
+      const url = `${system.baseUrl}${path}`;
+      const noKey = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const badJson = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' }, body: '{"model":' });
+      expect([noKey.status, badJson.status]).toEqual([401, 400]);
+      for (const res of [noKey, badJson]) {
+        expect(res.headers.get('request-id')).toMatch(/^.{8,}$/);
+        expect(res.headers.get('request-id')).toBe(res.headers.get('x-request-id'));
+      }
+    }
+    // The SDK shows it on its typed error.
+    const wrongKey = `${account.apiKey.slice(0, -1)}${account.apiKey.endsWith('a') ? 'b' : 'a'}`;
+    const err: unknown = await anthropicClient(system, wrongKey)
+      .messages.create({ model: 'claude-sim-sonnet', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 401, requestID: expect.stringMatching(/^.{8,}$/) });
   });
 
   it('tools round trip on chat completions and on messages', async () => {

@@ -25,6 +25,12 @@ const serviceEnv = z.object({
 });
 export type ServiceEnv = z.infer<typeof serviceEnv>;
 
+/**
+ * Largest message a service accepts: the largest public request body (text, 32 MiB) re-encoded
+ * in its call, with room for the call's other fields.
+ */
+const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
+
 /** What a service's `register` gets to build its handlers and background work. */
 export interface ServiceContext {
   env: ServiceEnv;
@@ -79,7 +85,7 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
     observeQueries(telemetry.meter, orm, OUTBOX_GAUGES);
   }
 
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 32 * 1024 * 1024 });
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
   const health = new HealthState();
   addHealthService(server, health);
   const ctx: ServiceContext = {

@@ -38,6 +38,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route checks the account rate limit itself, in billing's Authorize call. */
     deferRateLimit?: boolean;
+    /** A messages-protocol route: every answer, errors included, also carries `request-id`. */
+    messagesProtocol?: boolean;
   }
   interface FastifyRequest {
     /** The authenticated key; set by the auth hook on every route below the base path. */
@@ -45,7 +47,7 @@ declare module 'fastify' {
   }
 }
 
-/** Largest JSON body accepted by default; media routes raise it for their base64 images. */
+/** Largest JSON body accepted by default; media and text routes raise it for their base64 images. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
@@ -70,6 +72,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // The Anthropic SDK reads its request id from `request-id`; set before auth and body parsing can fail.
+    if (request.routeOptions.config.messagesProtocol === true) reply.header('request-id', request.id);
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(

@@ -14,6 +14,13 @@ const PROTOCOLS: Array<{ path: 'chat/completions' | 'messages' | 'responses'; di
 
 const LEGACY_ROLES = new Set(['system', 'user', 'assistant']);
 
+/**
+ * Largest text request body: the messages API's own request limit (32 MB), room for long contexts
+ * and base64 images in content. The internal call that carries it allows a little more
+ * (`MAX_MESSAGE_BYTES` in service-kit).
+ */
+export const TEXT_BODY_LIMIT = 32 * 1024 * 1024;
+
 /** `POST /chat` (spec 4.3): `{model, messages: [{role, content: string}]}`, never streamed. */
 function legacyBody(body: unknown): Record<string, unknown> {
   const b = validBody('chat', body);
@@ -39,15 +46,15 @@ function countTokensBody(body: unknown): Record<string, unknown> {
 /** Text generation (spec 4.2 to 4.6). Generation requests: operator switches apply (step 3). */
 export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   for (const { path, dialect } of PROTOCOLS) {
-    app.post(`/${path}`, { config: { deferRateLimit: true }, schema: ROUTE_DOCS[path] }, async (request, reply) => {
-      if (dialect === 'messages') reply.header('request-id', request.id);
+    const config = { deferRateLimit: true, messagesProtocol: dialect === 'messages' };
+    app.post(`/${path}`, { config, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS[path] }, async (request, reply) => {
       const { body, model } = await preflightText(deps, request, dialect, path);
       const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model });
       return result?.body ?? reply;
     });
   }
 
-  app.post('/chat', { config: { deferRateLimit: true }, schema: ROUTE_DOCS.chat }, async (request, reply) => {
+  app.post('/chat', { config: { deferRateLimit: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS.chat }, async (request, reply) => {
     const { body, model } = await preflightText(deps, request, 'chat', 'chat', legacyBody);
     const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body, model });
     const choices = result!.body.choices as Array<{ message?: { content?: unknown } }> | undefined;
@@ -61,9 +68,8 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   });
 
   // Free, but a generation request: switches and the rate limit apply; the count is the model's own.
-  app.post('/messages/count_tokens', { schema: ROUTE_DOCS['messages/count_tokens'] }, async (request, reply) => {
+  app.post('/messages/count_tokens', { config: { messagesProtocol: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS['messages/count_tokens'] }, async (request) => {
     deps.switches.assertGenerationAllowed();
-    reply.header('request-id', request.id);
     const body = countTokensBody(request.body);
     const model = deps.catalogCache.resolve(body.model as string, 'messages/count_tokens');
     const res = await deps.text.countTokens({
