@@ -337,6 +337,25 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(await balanceOf(system, account.accountId)).toBe(before);
   });
 
+  it('a responses stream failing upstream continues its numbering and fails the response it created', async () => {
+    for (const model of ['gpt-sim-mini', 'claude-sim-sonnet']) {
+      const res = await fetch(`${system.baseUrl}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, stream: true, input: 'go [[sim:fault=stream_error]]' }),
+      });
+      const events = (await res.text())
+        .split('\n\n')
+        .map((block) => block.split('\n').find((line) => line.startsWith('data: ')))
+        .filter((line) => line !== undefined)
+        .map((line) => JSON.parse(line.slice(6)) as { type: string; sequence_number: number; response?: { id: string; model: string; status: string } });
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      expect(events.slice(-2).map((e) => e.type)).toEqual(['error', 'response.failed']);
+      const created = events[0]!.response!;
+      expect(events.at(-1)!.response).toMatchObject({ id: created.id, model: created.model, status: 'failed' });
+    }
+  });
+
   /** The key's usage records once the gateway has settled its requests (it does so after a client left). */
   async function settledUsage(keyId: string): Promise<Array<{ credits: number; endpoint: string }>> {
     const deadline = Date.now() + 10_000;

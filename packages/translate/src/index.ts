@@ -12,8 +12,8 @@
  * it, read `translator.usage()` (the upstream's usage; undefined = success without usage), then add
  * billing with {@link attachService} and send it and whatever follows.
  */
-import type { Dialect, RequestOptions, ResponseContext, Usage } from './ir.ts';
-import { isRecord, type Json } from './json.ts';
+import type { Dialect, OutputEvent, RequestOptions, ResponseContext, StreamFailure, Usage } from './ir.ts';
+import { isRecord, num, rec, str, type Json } from './json.ts';
 import { CODECS } from './codecs.ts';
 import { maxOutputTokens } from './estimate.ts';
 
@@ -82,6 +82,18 @@ function withOutputCap(dialect: Dialect, body: Json, cap: number | undefined): J
 export function translateResponse(from: Dialect, to: Dialect, body: Json, ctx: ResponseContext): Json {
   if (from === to) return to === 'gemini' ? { ...body, modelVersion: ctx.model } : { ...body, model: ctx.model };
   return CODECS[to].emitResponse(CODECS[from].parseResponse(body, ctx), ctx);
+}
+
+/**
+ * The client dialect's error event(s) for a stream that broke after its events were forwarded as
+ * they came, `first` and `last` being the first and last of them (parsed; none if none went out).
+ * Responses events continue the stream: the next sequence number, the response it created.
+ */
+export function streamFailureEvents(dialect: Dialect, failure: StreamFailure, first?: unknown, last?: unknown): OutputEvent[] {
+  const created = rec(rec(first).response);
+  const ctx: ResponseContext = { id: str(created.id) ?? '', model: str(created.model) ?? '', created: num(created.created_at) ?? 0 };
+  const sequence = num(rec(last).sequence_number);
+  return CODECS[dialect].errorEvents(failure, ctx, sequence === undefined ? 0 : sequence + 1);
 }
 
 /** Usage of a non-streaming response body; undefined when it reports none. */

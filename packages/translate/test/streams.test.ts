@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createStreamTranslator, type Dialect, type OutputEvent, type SseEvent } from '../src/index.ts';
+import { createStreamTranslator, streamFailureEvents, type Dialect, type OutputEvent, type SseEvent } from '../src/index.ts';
 import { CODECS } from '../src/codecs.ts';
 import { argDeltas, CTX, DIALECTS, EMITTED_STREAMS, UPSTREAM_STREAMS, USAGE } from './fixtures.ts';
 
@@ -257,6 +257,28 @@ describe('stream failures', () => {
     const done = createStreamTranslator('responses', 'responses', CTX);
     for (const event of upstream) done.push(event);
     expect(done.fail({ message: 'x' })).toEqual([]);
+  });
+
+  it('streamFailureEvents continues forwarded responses events as the translator itself would', () => {
+    const failure = { message: 'the stream broke', code: 'upstream_error' };
+    const translator = createStreamTranslator('chat', 'responses', CTX);
+    const sent = UPSTREAM_STREAMS.chat.slice(0, 3).flatMap((e) => translator.push(e));
+    const events = streamFailureEvents('responses', failure, sent[0]!.data, sent.at(-1)!.data);
+    expect(events.map((e) => [e.event, (e.data as { sequence_number: number }).sequence_number])).toEqual([
+      ['error', sent.length],
+      ['response.failed', sent.length + 1],
+    ]);
+    expect((events[1]!.data as { response: unknown }).response).toMatchObject({ id: CTX.id, model: CTX.model, created_at: CTX.created, status: 'failed' });
+    expect(events).toEqual(translator.fail(failure));
+  });
+
+  it('streamFailureEvents with nothing sent, and in the other dialects, is the protocol’s plain error event', () => {
+    const failure = { message: 'the stream broke', code: 'upstream_error' };
+    expect((streamFailureEvents('responses', failure)[0]!.data as { sequence_number: number }).sequence_number).toBe(0);
+    for (const dialect of ['chat', 'messages'] as const) {
+      const sent = EMITTED_STREAMS[dialect]([]).slice(0, 2).map((e) => e.data);
+      expect(streamFailureEvents(dialect, failure, sent[0], sent[1])).toEqual(createStreamTranslator(dialect, dialect, CTX).fail(failure));
+    }
   });
 
   it('accepts a chat upstream that finished without [DONE]', () => {

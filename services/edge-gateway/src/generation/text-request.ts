@@ -1,7 +1,7 @@
 import { catalogV1, textV1 } from '@gw/contracts';
 import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
-import { attachService, createStreamTranslator, estimateInputTokensUpperBound, maxOutputTokens, validateRequest, type Dialect } from '@gw/translate';
+import { attachService, estimateInputTokensUpperBound, maxOutputTokens, streamFailureEvents, validateRequest, type Dialect } from '@gw/translate';
 import { trace } from '@opentelemetry/api';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
@@ -158,6 +158,8 @@ async function streamText(
   }
   const sse = new SseWriter(request, reply, dialect === 'messages' ? { 'request-id': request.id } : {});
   const held: textV1.Frame[] = [];
+  // The first and last frames sent: a failure event continues the stream after them.
+  const sent: { first?: string; last?: string } = {};
   let end: textV1.StreamEnd | undefined;
   let failure: { code: string; message: string } | undefined;
   try {
@@ -169,6 +171,10 @@ async function streamText(
         for (const frame of item.case === 'frame' ? [item.value] : item.value.frames) {
           if (held.length > 0 || frame.usageBearing) held.push(frame);
           else ready.push({ event: frame.event, data: Buffer.from(frame.data).toString('utf8') });
+        }
+        if (ready.length > 0) {
+          sent.first ??= ready[0]!.data;
+          sent.last = ready.at(-1)!.data;
         }
         await sse.write(...ready);
       } else if (item.case === 'end') end = item.value;
@@ -183,7 +189,7 @@ async function streamText(
   if (failure) {
     request.errorCode = failure.code;
     await releaseHold(deps.money, hold, request.log);
-    await writeErrorEvents(sse, dialect, failure);
+    await writeErrorEvents(sse, dialect, failure, sent);
   } else {
     try {
       const charge = await settleText(deps, request.log, hold, end?.usage);
@@ -196,17 +202,18 @@ async function streamText(
       );
     } catch (err) {
       request.log.error({ err }, 'settling a finished stream failed');
-      await writeErrorEvents(sse, dialect, publicFailure(err));
+      await writeErrorEvents(sse, dialect, publicFailure(err), sent);
     }
   }
   if (sse.clientGone) request.log.info({ holdId: hold.requestId }, 'client left mid-stream; drained and billed the upstream stream');
   sse.end();
 }
 
+/** A sent frame's JSON (not chat's `[DONE]`). */
+const sentJson = (data: string | undefined): unknown => (data === undefined || !data.startsWith('{') ? undefined : JSON.parse(data));
+
 /** The client protocol's own error event(s), made by the same translation package as every other event. */
-async function writeErrorEvents(sse: SseWriter, dialect: ClientDialect, failure: { code: string; message: string }): Promise<void> {
-  const translator = createStreamTranslator(dialect, dialect, { model: '', id: '', created: 0 });
-  for (const ev of translator.fail({ code: failure.code, message: failure.message })) {
-    await sse.write({ ...(ev.event ? { event: ev.event } : {}), data: typeof ev.data === 'string' ? ev.data : JSON.stringify(ev.data) });
-  }
+async function writeErrorEvents(sse: SseWriter, dialect: ClientDialect, failure: { code: string; message: string }, sent: { first?: string; last?: string }): Promise<void> {
+  const events = streamFailureEvents(dialect, failure, sentJson(sent.first), sentJson(sent.last));
+  await sse.write(...events.map((ev) => ({ ...(ev.event ? { event: ev.event } : {}), data: typeof ev.data === 'string' ? ev.data : JSON.stringify(ev.data) })));
 }
