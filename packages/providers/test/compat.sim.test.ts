@@ -31,6 +31,15 @@ describe('compat', () => {
     expect(all.at(-1)?.data).toBe('[DONE]');
   });
 
+  it('sends the output cap as max_tokens, the name every compatible server honours', async () => {
+    const body = { ...chat('Write on [[sim:words=200]]'), max_completion_tokens: 7, max_tokens: 500 };
+    const answer = jsonBody(await compat.text('chat', body, { stream: false })) as { usage: { completion_tokens: number } };
+    expect(answer.usage.completion_tokens).toBeLessThanOrEqual(7);
+    const seen = (await (await fetch(`${sim.url}/_sim/requests?provider=compat&limit=1`)).json()) as { requests: Array<{ body: Record<string, unknown> }> };
+    expect(seen.requests.at(-1)!.body).toMatchObject({ max_tokens: 7 });
+    expect(seen.requests.at(-1)!.body).not.toHaveProperty('max_completion_tokens');
+  });
+
   it('maps faults', async () => {
     expect(await providerFailure(compat.text('chat', chat('x [[sim:fault=503]]'), { stream: true }))).toMatchObject({
       code: 'upstream_error',
