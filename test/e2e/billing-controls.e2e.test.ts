@@ -19,8 +19,15 @@ const call = (base: string, key: string, path = '/models', body?: unknown) =>
   fetch(`${base}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(body === undefined ? {} : { body: body instanceof Unreadable ? body.text : JSON.stringify(body) }),
   });
+/** A body that is not JSON at all: the HTTP layer refuses it before any route handler runs. */
+class Unreadable {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
 const codeOf = async (res: Response) => ((await res.json()) as { error?: { code: string } }).error?.code;
 
 // Two gateway replicas over one billing and catalog: what one replica learns, every replica must.
@@ -72,10 +79,15 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
     if (new Date().getSeconds() > 50) await sleep((61 - new Date().getSeconds()) * 1000);
     const valid = { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'hi' }] };
     expect((await call(system.baseUrl, apiKey, '/chat/completions', valid)).status).toBe(200); // 1st counted in Authorize
-    expect(await codeOf(await call(second, apiKey, '/chat/completions', { model: 'gpt-sim-mini' }))).toBe('invalid_request'); // 2nd
-    // Over the limit now: the rate limit wins over every later check, valid or not.
+    expect(await codeOf(await call(second, apiKey, '/chat/completions', new Unreadable('{bad')))).toBe('invalid_request'); // 2nd, counted too
+    // Over the limit now: the rate limit wins over every later check, valid or not, readable or not.
     expect(await codeOf(await call(system.baseUrl, apiKey, '/chat/completions', { model: 'gpt-sim-mini' }))).toBe('rate_limit_exceeded');
     expect(await codeOf(await call(second, apiKey, '/messages', { model: 'no-such-model', max_tokens: 5, messages: [] }))).toBe('rate_limit_exceeded');
+    const unreadable: string[] = [];
+    for (const path of ['/chat/completions', '/chat', '/messages', '/responses']) {
+      for (const text of ['{bad', '']) unreadable.push(`${path} ${JSON.stringify(text)}: ${await codeOf(await call(second, apiKey, path, new Unreadable(text)))}`);
+    }
+    expect(unreadable).toEqual(unreadable.map((line) => line.replace(/: .*$/, ': rate_limit_exceeded')));
     expect(await codeOf(await call(system.baseUrl, apiKey, '/chat/completions', valid))).toBe('rate_limit_exceeded');
     const usage = (await admin(system, 'usage', '--key', (await admin(system, 'key', 'list', '--account', accountId) as { keys: Array<{ key_id: string }> }).keys[0]!.key_id)) as { records: unknown[] };
     expect(usage.records).toHaveLength(1); // refused requests hold and charge nothing

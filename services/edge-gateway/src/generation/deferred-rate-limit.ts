@@ -12,7 +12,17 @@ export async function beforeAuthorize<T>(deps: GatewayDeps, request: FastifyRequ
   try {
     return await steps();
   } catch (err) {
-    await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
+    await consultDeferredRateLimit(deps, request);
     throw err;
   }
+}
+
+/**
+ * Counts a request of a route that defers its rate limit and throws `rate_limit_exceeded` when it
+ * is over: for a request failing before Authorize, in the handler or before it (an unreadable
+ * body is refused by the HTTP layer before any handler runs). Other requests pass untouched.
+ */
+export async function consultDeferredRateLimit(deps: GatewayDeps, request: FastifyRequest): Promise<void> {
+  if (request.routeOptions.config.deferRateLimit !== true || !request.apiKey) return;
+  await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
 }

@@ -1,7 +1,7 @@
 import { RpcError } from '@gw/contracts';
 import { GatewayError, shouldRetry } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** Sends a domain error in the spec's shape with the headers SDK clients act on. */
 export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply {
@@ -35,19 +35,34 @@ function clientError(err: FastifyError, bodyLimit: number): GatewayError | null 
 }
 
 /**
+ * The checks that come before body validation in the order of checks and that a route runs
+ * later than the HTTP layer reads the body (the deferred rate limit): consulted before an
+ * unreadable body is reported, so their error wins.
+ */
+type CheckBefore = (request: FastifyRequest) => Promise<void>;
+
+/**
  * Every failure leaves in the spec's `{error:{code,message}}` shape with a code from its closed
  * set: domain errors as they are, client errors as `invalid_request`, unknown routes as
  * `not_found`, and anything unexpected as `upstream_error` with its cause only in the log.
  */
-export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
+export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, checksBefore: CheckBefore = async () => {}): void {
+  app.setErrorHandler(async (err: FastifyError, request, reply) => {
     if (err instanceof GatewayError) return sendError(reply, err);
     if (err instanceof RpcError && err.grpcCode === status.DEADLINE_EXCEEDED) {
       // One of our services did not answer before the charge (a settle retries, see billing-flow).
       return sendError(reply, new GatewayError('upstream_timeout', 'The request did not complete in time. Nothing was charged.'));
     }
     const asClient = clientError(err, request.routeOptions.bodyLimit ?? bodyLimit);
-    if (asClient) return sendError(reply, asClient);
+    if (asClient) {
+      try {
+        await checksBefore(request);
+      } catch (earlier) {
+        if (earlier instanceof GatewayError) return sendError(reply, earlier);
+        request.log.warn({ err: earlier }, 'a check before the body could not run');
+      }
+      return sendError(reply, asClient);
+    }
     request.log.error({ err }, 'request failed unexpectedly');
     return sendError(reply, new GatewayError('upstream_error', 'The request could not be completed. It was not charged.'));
   });
