@@ -151,6 +151,8 @@ describe('per-key limits, windows and reconciliation', () => {
     await money.authorize(a);
     const over = await refusal(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 3n })));
     expect(over.details).toEqual({ limit_type: 'spending', period: 'daily' });
+    // Only 8 are held and nothing is spent yet: the message says what the limit counts.
+    expect(over.message).toMatch(/daily spending limit has no room left for this request's worst-case cost \(its hold\)/);
     await settleImage(accountId, a.requestId, 2n); // 6 of the 8 held come back
     await expect(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 8n }))).resolves.toMatchObject({ held: 8n });
     const full = await refusal(money.authorize(authorizeReq(accountId, keyId, { worstUnits: 1n })));
@@ -176,7 +178,9 @@ describe('per-key limits, windows and reconciliation', () => {
     // In-flight worst cases are reserved: 0 + 60 < 100 admits `b`; then 60 + 50 >= 100 refuses more.
     const b = text(50n);
     await money.authorize(b);
-    expect((await refusal(money.authorize(text(10n)))).details).toEqual({ limit_type: 'tokens', period: 'daily' });
+    const reserved = await refusal(money.authorize(text(10n)));
+    expect(reserved.details).toEqual({ limit_type: 'tokens', period: 'daily' });
+    expect(reserved.message).toMatch(/counting the worst case of its requests still in progress/);
     const settleText = (requestId: string, units: bigint) =>
       money.settle(create(billingV1.SettleRequestSchema, { requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 1_000n, units }));
     await settleText(a.requestId, 30n);

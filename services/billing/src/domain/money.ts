@@ -61,15 +61,28 @@ const MESSAGES: Record<string, string> = {
   invalid_request: 'The operation does not match the request it refers to.',
 };
 
+/**
+ * What a key limit counts, said where it refuses: spending counts each request's hold (its worst
+ * case) until it settles, so the limit is never passed; tokens count the worst case of requests
+ * still in progress, so concurrent requests pass it by at most one request (spec 7.2).
+ */
+function keyLimitMessage(period: string, limitType: string): string {
+  switch (limitType) {
+    case 'spending':
+      return `This API key's ${period} spending limit has no room left for this request's worst-case cost (its hold). A smaller max_tokens makes a smaller hold; otherwise wait for the window to reset.`;
+    case 'tokens':
+      return `This API key reached its ${period} tokens limit, counting the worst case of its requests still in progress. Wait for those to finish or for the window to reset.`;
+    default:
+      return `This API key reached its ${period} ${limitType} limit. Wait for the window to reset.`;
+  }
+}
+
 /** Turns a refused op into the public error it stands for. */
 export function toGatewayError(r: MoneyResult): GatewayError {
   const code = isErrorCode(r.code) ? r.code : 'invalid_request';
   if (code === 'rate_limit_exceeded') return rateLimitError(r.limit_type ?? 'per_second', r.retry_after_seconds ?? 1);
   const details = r.limit_type !== undefined ? { limit_type: r.limit_type, period: r.period } : {};
-  const message =
-    code === 'api_key_limit_exceeded'
-      ? `This API key reached its ${r.period} ${r.limit_type} limit. Wait for the window to reset.`
-      : (MESSAGES[code] ?? 'The request was refused.');
+  const message = code === 'api_key_limit_exceeded' ? keyLimitMessage(r.period ?? '', r.limit_type ?? '') : (MESSAGES[code] ?? 'The request was refused.');
   return new GatewayError(code, message, details);
 }
 
