@@ -189,6 +189,11 @@ describe('text protocols through the whole system, with the official SDKs', () =
       messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }, { type: 'text', text: 'Describe it.' }] }],
     });
     expect(msg.content[0]?.type).toBe('text');
+    // A large body is also bounded in what it parses into: two million empty objects would take
+    // ~150 MB of heap from 6 MB of JSON.
+    const objects = await post('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'hi' }], metadata: Array.from({ length: 2_000_000 }, () => ({})) });
+    expect(objects.status).toBe(400);
+    expect(objects.body.error).toEqual({ code: 'invalid_request', message: 'The request body holds more than 100000 JSON objects and arrays, more than any valid request.' });
     const refused = await postDeclaredLength(`${system.baseUrl}/chat/completions`, account.apiKey, 32 * 1024 * 1024 + 1, '{"model":');
     expect(refused.status).toBe(400);
     expect((JSON.parse(refused.body) as { error: unknown }).error).toEqual({

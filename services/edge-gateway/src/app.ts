@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { authenticate } from './auth/authenticate.ts';
 import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { consultDeferredRateLimit } from './generation/deferred-rate-limit.ts';
+import { registerJsonBodies } from './http/json-body.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
 import { registerTelemetry } from './plugins/telemetry.ts';
 import { registerOpenApi } from './openapi/openapi.plugin.ts';
@@ -70,6 +71,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorateRequest('apiKey', null as unknown as KeyRecord);
   registerTelemetry(app);
   registerErrorHandling(app, DEFAULT_BODY_LIMIT, (request) => consultDeferredRateLimit(deps, request));
+  registerJsonBodies(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
