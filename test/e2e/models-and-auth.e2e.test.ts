@@ -18,9 +18,17 @@ describe('GET /v1/models through the whole system', () => {
   let keyId: string;
 
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${system.baseUrl}${path}`, { headers });
+  const listedIds = async () => ((await (await get('/models', bearer(apiKey))).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
+  const chat = (content: string) =>
+    fetch(`${system.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'compat-sim-chat', messages: [{ role: 'user', content }] }),
+    });
 
   beforeAll(async () => {
-    system = await startTestSystem();
+    // A short cool-down: one test fails a route until it cools, then waits for it to come back.
+    system = await startTestSystem({ serviceEnv: { text: { ROUTE_COOL_DOWN_MS: '3000' } } });
     const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
     for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
     const { TEXT } = catalogV1.ModelKind;
@@ -170,4 +178,23 @@ describe('GET /v1/models through the whole system', () => {
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('swagger');
   });
+
+  it('a model whose every route cools down leaves the listing and is refused at once with Retry-After, then returns', async () => {
+    // Its only route fails three times in a row (the threshold): it cools down in the text service.
+    for (let i = 0; i < 3; i++) expect((await chat('x [[sim:fault=500]]')).status).toBe(502);
+    const fromText = await chat('hello');
+    expect(fromText.status).toBe(503);
+    expect(((await fromText.json()) as { error: { code: string } }).error.code).toBe('model_temporarily_unavailable');
+    const wait = Number(fromText.headers.get('retry-after'));
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(wait).toBeLessThanOrEqual(3);
+    // The gateway took note: the listing leaves it out, and the gateway itself refuses it now.
+    expect(await listedIds()).not.toContain('compat-sim-chat');
+    const fromGateway = await chat('hello');
+    expect(fromGateway.status).toBe(503);
+    expect(((await fromGateway.json()) as { error: { message: string } }).error.message).toMatch(/temporarily unavailable after repeated provider failures/);
+    await new Promise((r) => setTimeout(r, wait * 1000));
+    expect(await listedIds()).toContain('compat-sim-chat');
+    expect((await chat('hello')).status).toBe(200);
+  }, 20_000);
 });

@@ -82,6 +82,11 @@ export class FallbackRouter {
     return health !== undefined && health.coolUntil > this.#now();
   }
 
+  /** When the first of these routes, all cooling down, is back. */
+  #coolsUntil(routes: readonly Route[]): number {
+    return Math.min(...routes.map((route) => this.#health.get(routeKey(route))?.coolUntil ?? 0));
+  }
+
   /** The routes to try, in order, without those cooling down. */
   order<R extends Route>(routes: readonly R[]): R[] {
     return orderRoutes(
@@ -102,8 +107,11 @@ export class FallbackRouter {
   ): Promise<T> {
     const ordered = this.order(routes);
     if (ordered.length === 0) {
-      const why = routes.length === 0 ? 'No provider currently serves this model' : 'Every provider of this model is cooling down after repeated failures';
-      throw new GatewayError('model_temporarily_unavailable', why);
+      if (routes.length === 0) throw new GatewayError('model_temporarily_unavailable', 'No provider currently serves this model');
+      // The caller may stop offering the model until then (the gateway hides it from its listing).
+      throw new GatewayError('model_temporarily_unavailable', 'Every provider of this model is cooling down after repeated failures', {
+        retry_after_seconds: Math.max(1, Math.ceil((this.#coolsUntil(routes) - this.#now()) / 1000)),
+      });
     }
     let lastError: unknown;
     for (const route of ordered) {

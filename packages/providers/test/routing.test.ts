@@ -161,7 +161,8 @@ describe('FallbackRouter.withFallback', () => {
     await router.withFallback(only, failAsA).catch(() => undefined);
     await router.withFallback(only, failAsA).catch(() => undefined);
     const cooled = await router.withFallback(only, failAsA).catch((e: unknown) => e);
-    expect(cooled).toMatchObject({ code: 'model_temporarily_unavailable' });
+    // It says when the first route is back (1 s), so callers can stop offering the model until then.
+    expect(cooled).toMatchObject({ code: 'model_temporarily_unavailable', details: { retry_after_seconds: 1 } });
     now += 1_000;
     await router.withFallback(only, failAsA).catch(() => undefined);
     expect(router.isCoolingDown(only[0]!)).toBe(true);

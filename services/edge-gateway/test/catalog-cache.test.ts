@@ -1,5 +1,6 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { catalogV1 } from '@gw/contracts';
+import { GatewayError } from '@gw/errors';
 import { describe, expect, it } from 'vitest';
 import { CatalogCache } from '../src/state/catalog-cache.ts';
 
@@ -105,5 +106,34 @@ describe('model resolution, in the order of DECISIONS.md step 5', () => {
     const hidden = cache([model('ok')], [['p1', 0, ['ok-up']]], true);
     expect(codeOf(() => hidden.listing())).toBe('model_catalog_disabled');
     expect(codeOf(() => hidden.resolve('ok', 'chat'))).toBe('ok');
+  });
+});
+
+const cooling = (seconds?: number) =>
+  new GatewayError('model_temporarily_unavailable', 'cooling', seconds === undefined ? {} : { retry_after_seconds: seconds });
+
+describe('a model whose every route cools down in the text or media service', () => {
+  let now = NOW;
+  const c = new CatalogCache(() => now);
+  c.replace(
+    create(catalogV1.GetSnapshotResponseSchema, {
+      models: [model('ok'), model('other')],
+      providers: [{ provider: 'p1', lastSuccessUnixMs: BigInt(NOW), servedModels: ['ok-up', 'other-up'] }],
+      maxSyncAgeMs: BigInt(MAX_AGE),
+    }),
+  );
+
+  it('leaves the listing and is refused at once, with Retry-After, until it is back', () => {
+    c.noteFailure('ok', new GatewayError('upstream_error', 'failed')); // other failures change nothing
+    c.noteFailure('ok', cooling()); // nor a model with no route at all (the catalog says so itself)
+    expect(c.listing().map((m) => m.id)).toEqual(['ok', 'other']);
+    c.noteFailure('ok', cooling(30));
+    expect(c.listing().map((m) => m.id)).toEqual(['other']);
+    expect(() => c.resolve('ok', 'chat/completions')).toThrow(expect.objectContaining({ code: 'model_temporarily_unavailable', details: { retry_after_seconds: 30 } }));
+    now += 29_500;
+    expect(() => c.resolve('ok', 'chat/completions')).toThrow(expect.objectContaining({ details: { retry_after_seconds: 1 } }));
+    now += 500;
+    expect(codeOf(() => c.resolve('ok', 'chat/completions'))).toBe('ok');
+    expect(c.listing().map((m) => m.id)).toEqual(['ok', 'other']);
   });
 });

@@ -109,9 +109,14 @@ export async function runText(
     body: Buffer.from(JSON.stringify(call.body)),
     defaultMaxOutputTokens: model.limits.maxOutputTokens,
   };
+  // Every route of the model cooling down: this replica stops offering it for that long.
+  const noteFailure = (err: unknown): never => {
+    deps.catalogCache.noteFailure(model.id, err);
+    throw err;
+  };
   if (call.body.stream === true) {
     const stream = deps.text.generateStream({ ...req, frameBatches: true }, { timeoutMs: GENERATE_TIMEOUT_MS });
-    await streamText(deps, request, reply, call.dialect, hold, stream);
+    await streamText(deps, request, reply, call.dialect, hold, stream).catch(noteFailure);
     return undefined;
   }
   let res: textV1.GenerateResponse;
@@ -119,7 +124,7 @@ export async function runText(
     res = await deps.generate.generate(req, { timeoutMs: GENERATE_TIMEOUT_MS });
   } catch (err) {
     await releaseHold(deps.money, hold, request.log);
-    throw err;
+    return noteFailure(err);
   }
   const charge = await settleText(deps, request.log, hold, res.usage);
   const answer = JSON.parse(Buffer.from(res.body).toString('utf8')) as Json;

@@ -72,13 +72,18 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
     deps.switches.assertGenerationAllowed();
     const body = countTokensBody(request.body);
     const model = deps.catalogCache.resolve(body.model as string, 'messages/count_tokens');
-    const res = await deps.text.countTokens({
-      requestId: request.id,
-      dialect: textV1.Dialect.MESSAGES,
-      publicModel: model.id,
-      routes: routesOf(model),
-      body: Buffer.from(JSON.stringify(body)),
-    });
+    const res = await deps.text
+      .countTokens({
+        requestId: request.id,
+        dialect: textV1.Dialect.MESSAGES,
+        publicModel: model.id,
+        routes: routesOf(model),
+        body: Buffer.from(JSON.stringify(body)),
+      })
+      .catch((err: unknown) => {
+        deps.catalogCache.noteFailure(model.id, err);
+        throw err;
+      });
     return { input_tokens: Number(res.inputTokens) };
   });
 }

@@ -41,6 +41,8 @@ export class CatalogCache {
   #syncs = new Map<string, catalogV1.ProviderSync>();
   /** Served upstream models per provider, as sets: resolution runs on every request. */
   #served = new Map<string, Set<string>>();
+  /** Models a service found with every route cooling down, until when (ms): see `coolDown`. */
+  readonly #coolingUntil = new Map<string, number>();
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -80,6 +82,28 @@ export class CatalogCache {
   }
 
   /**
+   * Takes note of a failed call for the model. When the service answered that every route of the
+   * model is cooling down after repeated failures (for `retry_after_seconds` more), this replica
+   * leaves the model out of its listing and refuses it at once until then, with no hold taken
+   * (spec 7.2: the model reappears in the listing when served again).
+   */
+  noteFailure(modelId: string, err: unknown): void {
+    if (!(err instanceof GatewayError) || err.code !== 'model_temporarily_unavailable') return;
+    const seconds = err.details.retry_after_seconds ?? 0;
+    if (seconds > 0) this.#coolingUntil.set(modelId, this.#now() + seconds * 1000);
+  }
+
+  /** Seconds until the model's cool-down ends; 0 when it is not cooling down. */
+  #coolingFor(modelId: string): number {
+    const until = this.#coolingUntil.get(modelId);
+    if (until === undefined) return 0;
+    const left = until - this.#now();
+    if (left > 0) return Math.ceil(left / 1000);
+    this.#coolingUntil.delete(modelId);
+    return 0;
+  }
+
+  /**
    * Resolves (model, endpoint) to a route set or exactly one error, in the order of DECISIONS.md
    * step 5. On `POST /chat` a disabled model is `unknown_model` (spec 4.3).
    */
@@ -104,6 +128,12 @@ export class CatalogCache {
     if (live.routes.length === 0) {
       throw new GatewayError('model_temporarily_unavailable', `The model ${modelId} is temporarily unavailable. Nothing was charged.`);
     }
+    const cooling = this.#coolingFor(modelId);
+    if (cooling > 0) {
+      throw new GatewayError('model_temporarily_unavailable', `The model ${modelId} is temporarily unavailable after repeated provider failures. Nothing was charged.`, {
+        retry_after_seconds: cooling,
+      });
+    }
     return {
       id: m.id,
       kind: kind.kind,
@@ -124,7 +154,7 @@ export class CatalogCache {
     if (!this.#snapshot) throw new GatewayError('upstream_error', 'The model catalog is not loaded yet.');
     if (this.#snapshot.listingHidden) throw new GatewayError('model_catalog_disabled', 'The model listing is currently hidden.');
     return this.#snapshot.models
-      .filter((m) => m.enabled && m.priceCreditPerUnit !== undefined && m.kind in KIND && this.#live(m).routes.length > 0)
+      .filter((m) => m.enabled && m.priceCreditPerUnit !== undefined && m.kind in KIND && this.#live(m).routes.length > 0 && this.#coolingFor(m.id) === 0)
       .map((m) => {
         const k = KIND[m.kind as keyof typeof KIND];
         return {
