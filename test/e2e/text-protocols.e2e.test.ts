@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { anthropicClient, balanceOf, openaiClient, postDeclaredLength, waitForListing, seedDemoModels } from '../support/clients.ts';
@@ -362,14 +362,15 @@ describe('text protocols through the whole system, with the official SDKs', () =
   });
 
   /** The key's usage records once the gateway has settled its requests (it does so after a client left). */
-  async function settledUsage(keyId: string): Promise<Array<{ credits: number; endpoint: string }>> {
-    const deadline = Date.now() + 10_000;
-    let records: Array<{ credits: number; endpoint: string }> = [];
-    while (Date.now() < deadline && records.length === 0) {
-      records = ((await admin(system, 'usage', '--key', keyId)) as { records: typeof records }).records;
-      if (records.length === 0) await new Promise((r) => setTimeout(r, 100));
-    }
-    return records;
+  function settledUsage(keyId: string): Promise<Array<{ credits: number; endpoint: string }>> {
+    return vi.waitFor(
+      async () => {
+        const { records } = (await admin(system, 'usage', '--key', keyId)) as { records: Array<{ credits: number; endpoint: string }> };
+        expect(records).not.toHaveLength(0);
+        return records;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
   }
 
   it('a client that leaves mid-stream is billed for the real usage of the whole stream', async () => {
