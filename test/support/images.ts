@@ -1,14 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { crc32, deflateSync } from 'node:zlib';
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const out = Buffer.alloc(body.length + 8);
-  out.writeUInt32BE(data.length, 0);
-  body.copy(out, 4);
-  out.writeUInt32BE(crc32(body), body.length + 4);
-  return out;
-}
+import { deflateSync } from 'node:zlib';
+import { pngChunk } from '../../services/provider-simulator/src/media/png.ts';
 
 /** A real greyscale PNG of random pixels: it does not compress, so its size follows its dimensions. */
 export function noisePng(width: number, height: number): Buffer {
