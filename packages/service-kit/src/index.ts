@@ -3,6 +3,7 @@ export { createLogger, type Logger } from './logger.ts';
 export { startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry.ts';
 export { onShutdown, type ShutdownStep } from './shutdown.ts';
 export { writeReadyFile } from './ready-file.ts';
+export { BytesBudget } from './bytes-budget.ts';
 export { createOrm, runMigrations, type NamedMigration, type OrmOptions } from './db/orm.ts';
 export { observeQueries, type QueryGauge } from './db/gauges.ts';
 export { runPrepared, type PreparedStatement } from './db/prepared.ts';
