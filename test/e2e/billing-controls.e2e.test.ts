@@ -30,6 +30,21 @@ class Unreadable {
 }
 const codeOf = async (res: Response) => ((await res.json()) as { error?: { code: string } }).error?.code;
 
+const MIB = 1024 * 1024;
+/** Request body bytes in flight: each gateway replica 6 MiB in all and 3 MiB per account; the one text service 4 MiB. */
+const BODY_BUDGETS = {
+  'edge-gateway': { BODY_BUDGET_BYTES: String(6 * MIB), BODY_BUDGET_PER_ACCOUNT_BYTES: String(3 * MIB) },
+  text: { BODY_BUDGET_BYTES: String(4 * MIB) },
+};
+/** A chat request of ~1.2 MiB whose answer takes 1.5 s, so requests sent together are in flight together. */
+const largeSlowChat = { model: 'gpt-sim-mini', max_tokens: 16, messages: [{ role: 'user', content: `${'a'.repeat(1.2 * MIB)} [[sim:latency=1500]]` }] };
+type Answer = { status: number; code?: string; limitType?: string; message?: string; retryAfter: string | null; charged?: number };
+async function answerOf(res: Response): Promise<Answer> {
+  const body = (await res.json()) as { error?: { code: string; limit_type?: string; message: string }; service?: { credit_charged: number } };
+  return { status: res.status, code: body.error?.code, limitType: body.error?.limit_type, message: body.error?.message, retryAfter: res.headers.get('retry-after'), charged: body.service?.credit_charged };
+}
+const charged = (answers: Answer[]) => answers.reduce((sum, a) => sum + (a.charged ?? 0), 0);
+
 // Two gateway replicas over one billing and catalog: what one replica learns, every replica must.
 describe('keys, limits, rate limits and switches across two gateway replicas', () => {
   let system: RunningSystem;
@@ -37,7 +52,7 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
 
 
   beforeAll(async () => {
-    system = await startTestSystem();
+    system = await startTestSystem({ serviceEnv: BODY_BUDGETS });
     second = await system.addGateway();
     await seedDemoModels(system);
     // Both replicas list the models before any test counts requests against a rate limit.
@@ -131,6 +146,38 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
     await admin(system, 'key', 'limit', 'clear', '--key', keyId, '--type', 'requests', '--period', 'daily');
     expect((await call(second, apiKey, '/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'three' }] })).status).toBe(200);
   });
+
+  it('an account with too many request bytes in flight on a replica gets 429 in_flight_bytes; other accounts still pass', async () => {
+    const funded = 1_000_000;
+    const [heavy, other] = [await fundedAccount(system, funded), await fundedAccount(system, funded)];
+    const sent = Array.from({ length: 3 }, () => call(system.baseUrl, heavy.apiKey, '/chat/completions', largeSlowChat));
+    await sleep(300); // the three are in flight
+    const otherAnswer = await answerOf(await call(system.baseUrl, other.apiKey, '/chat/completions', largeSlowChat));
+    const answers = await Promise.all(sent.map(async (res) => answerOf(await res)));
+
+    expect(otherAnswer.status).toBe(200); // its own budget: not held up by the heavy account
+    expect(answers.map((a) => a.status).toSorted()).toEqual([200, 200, 429]); // 2 x 1.2 MiB fit in 3 MiB, a third does not
+    const refused = answers.find((a) => a.status === 429)!;
+    expect(refused).toMatchObject({ code: 'rate_limit_exceeded', limitType: 'in_flight_bytes', retryAfter: '1' });
+    expect(refused.message).toContain('in progress on this server');
+    // Refused before its body was read: nothing held, nothing charged; the bytes come back after.
+    expect(await admin(system, 'wallet', 'show', '--account', heavy.accountId)).toEqual({ balance: funded - charged(answers) });
+    expect((await call(system.baseUrl, heavy.apiKey, '/chat/completions', largeSlowChat)).status).toBe(200);
+  }, 30_000);
+
+  it('the text service, shared by both replicas, refuses past its own byte budget and the hold is given back', async () => {
+    const funded = 1_000_000;
+    const accounts = [await fundedAccount(system, funded), await fundedAccount(system, funded)];
+    // 2 x 1.2 MiB through each replica: each fits its replica's budgets; 4.8 MiB at text does not fit its 4 MiB.
+    const sent = accounts.flatMap((a, i) => [0, 1].map(() => call(i === 0 ? system.baseUrl : second, a.apiKey, '/chat/completions', largeSlowChat)));
+    const answers = await Promise.all(sent.map(async (res) => answerOf(await res)));
+
+    expect(answers.map((a) => a.status).toSorted()).toEqual([200, 200, 200, 429]);
+    expect(answers.find((a) => a.status === 429)).toMatchObject({ code: 'rate_limit_exceeded', limitType: 'in_flight_bytes', retryAfter: '1', message: expect.stringContaining('text service') });
+    for (const [i, a] of accounts.entries()) {
+      expect(await admin(system, 'wallet', 'show', '--account', a.accountId)).toEqual({ balance: funded - charged(answers.slice(2 * i, 2 * i + 2)) });
+    }
+  }, 30_000);
 
   it('the operator CLI lists keys without plaintext and shows wallets', async () => {
     const { accountId, apiKey } = await fundedAccount(system, 42);

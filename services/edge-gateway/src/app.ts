@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { billingV1, catalogV1, GenerateCalls, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
 import { context } from '@opentelemetry/api';
+import type { BytesBudget } from '@gw/service-kit';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
 import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { consultDeferredRateLimit } from './generation/deferred-rate-limit.ts';
+import { reserveBodyBytes } from './http/body-budget.ts';
 import { registerJsonBodies } from './http/json-body.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
 import { registerTelemetry } from './plugins/telemetry.ts';
@@ -29,6 +31,8 @@ export interface GatewayDeps {
   keys: KeyCache;
   switches: SwitchState;
   catalogCache: CatalogCache;
+  /** Request body bytes this replica holds at once, per account and in all. */
+  bodyBudget: BytesBudget;
   logger: FastifyBaseLogger;
   basePath: string;
   /** Readiness: false before start-up completes and from the first moment of shutdown. */
@@ -108,10 +112,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       api.setSerializerCompiler(() => (data) => JSON.stringify(data));
       // Order of checks (DECISIONS.md): auth, then the account rate limit, before anything else.
       // Text generation routes defer the rate limit into billing's Authorize (see deferred-rate-limit.ts).
-      api.addHook('onRequest', (request) =>
+      // Then the body's bytes are reserved, before it is read.
+      api.addHook('onRequest', (request, reply) =>
         context.with(request.otel, async () => {
           request.apiKey = await authenticate(request.headers.authorization, deps.keys, now());
           if (request.routeOptions.config.deferRateLimit !== true) await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
+          reserveBodyBytes(deps.bodyBudget, request, reply);
         }),
       );
       await api.register(modelsRoutes, deps);

@@ -1,6 +1,6 @@
 import { fromBinary } from '@bufbuild/protobuf';
 import { billingV1, catalogV1, createClient, createGenerateExchange, createMoneyExchange, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
-import { connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile } from '@gw/service-kit';
+import { BytesBudget, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
 import { gatewayConfig } from './config.ts';
@@ -69,6 +69,7 @@ const app = await buildApp({
   keys,
   switches,
   catalogCache,
+  bodyBudget: new BytesBudget({ totalBytes: config.BODY_BUDGET_BYTES, perOwnerBytes: config.BODY_BUDGET_PER_ACCOUNT_BYTES }),
   logger,
   basePath: config.PUBLIC_BASE_PATH,
   isReady: () => ready && catalogCache.loaded,
