@@ -47,6 +47,10 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- $_ := set $env "PUBLIC_BASE_PATH" $v.publicBasePath -}}
 {{- $_ := set $env "KEY_CACHE_TTL_MS" (toString $v.keyCacheTtlMs) -}}
 {{- $_ := set $env "STATE_REFRESH_MS" (toString $v.stateRefreshMs) -}}
+{{- $_ := set $env "BODY_BUDGET_BYTES" (toString $v.bodyBudgetBytes) -}}
+{{- $_ := set $env "BODY_BUDGET_PER_ACCOUNT_BYTES" (toString $v.bodyBudgetPerAccountBytes) -}}
+{{- else if eq .key "text" -}}
+{{- $_ := set $env "BODY_BUDGET_BYTES" (toString $v.bodyBudgetBytes) -}}
 {{- else if eq .key "billing" -}}
 {{- $_ := set $env "RATE_LIMIT_PER_SECOND" (toString $v.rateLimitPerSecond) -}}
 {{- $_ := set $env "RATE_LIMIT_PER_MINUTE" (toString $v.rateLimitPerMinute) -}}
