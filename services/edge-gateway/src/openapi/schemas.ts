@@ -34,7 +34,7 @@ export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
         properties: {
           code: { type: 'string', enum: ERROR_CODES },
           message: { type: 'string' },
-          limit_type: { type: 'string', description: '`api_key_limit_exceeded`: spending | requests | tokens; `rate_limit_exceeded`: per_second | per_minute' },
+          limit_type: { type: 'string', description: '`api_key_limit_exceeded`: spending | requests | tokens; `rate_limit_exceeded`: per_second | per_minute | in_flight_bytes (too many request body bytes in progress at once)' },
           period: { type: 'string', enum: ['daily', 'monthly', 'lifetime'] },
           retry_after_seconds: { type: 'integer' },
           job_id: { type: 'string', description: '`duplicate_request` once the first request finished' },
