@@ -3,7 +3,7 @@ import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningSystem, ServiceName } from '../../scripts/system.ts';
-import { holdCredits, settleHold, type SettleCalls } from '../../services/edge-gateway/src/generation/billing-flow.ts';
+import { holdCredits, releaseHold, settleHold, type SettleCalls } from '../../services/edge-gateway/src/generation/billing-flow.ts';
 import type { ResolvedModel } from '../../services/edge-gateway/src/state/catalog-cache.ts';
 import { balanceOf, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
@@ -130,8 +130,8 @@ describe('a service that stays down', () => {
  * The money calls with the network failing in between: `lost` answers after billing did the call
  * (a deadline passing, a stream breaking), `undelivered` fails before billing sees it.
  */
-function faulty(money: MoneyCalls, faults: { authorize?: Fault; settle?: Fault }): MoneyCalls {
-  const wrap = <K extends 'authorize' | 'settle'>(name: K) =>
+function faulty(money: MoneyCalls, faults: { authorize?: Fault; settle?: Fault; release?: Fault }): MoneyCalls {
+  const wrap = <K extends keyof MoneyCalls>(name: K) =>
     (async (req: never) => {
       const fault = faults[name];
       if (fault && fault.times > 0) {
@@ -142,7 +142,7 @@ function faulty(money: MoneyCalls, faults: { authorize?: Fault; settle?: Fault }
       }
       return (money[name] as (r: never) => Promise<unknown>)(req);
     }) as MoneyCalls[K];
-  return { authorize: wrap('authorize'), settle: wrap('settle'), release: (req, opts) => money.release(req, opts) };
+  return { authorize: wrap('authorize'), settle: wrap('settle'), release: wrap('release') };
 }
 interface Fault {
   kind: 'lost' | 'undelivered';
@@ -169,12 +169,12 @@ describe('money calls whose answers are lost', () => {
     billing?.close();
   });
 
-  async function holdFor(faults: { authorize?: Fault; settle?: Fault }) {
+  async function holdFor(faults: { authorize?: Fault; settle?: Fault; release?: Fault }) {
     const funded = 1_000;
     const { accountId, keyId } = await fundedAccount(system, funded);
     const calls: SettleCalls = { money: faulty(money, faults), billing };
     const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
-    const hold = await holdCredits(calls.money, key, model, 'chat/completions', 100n, true, { retries: fast });
+    const hold = await holdCredits(calls.money, log, key, model, 'chat/completions', 100n, true, { retries: fast });
     return { funded, accountId, calls, hold };
   }
 
@@ -197,6 +197,24 @@ describe('money calls whose answers are lost', () => {
     // Taken back in the background: the hold released, or the charge that went through refunded.
     await vi.waitFor(async () => expect(await balanceOf(system, accountId)).toBe(funded), { timeout: 10_000, interval: 100 });
     expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it('an authorize never answered (its hold taken all the same): the request fails and the hold is given back', async () => {
+    const { accountId, keyId } = await fundedAccount(system, 1_000);
+    const lost = faulty(money, { authorize: { kind: 'lost', times: Infinity } });
+    const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
+    const err = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { retries: fast }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RpcError);
+    // Released in the background, not left to the sweeper's 30 minutes of 100 credits held.
+    await vi.waitFor(async () => expect(await balanceOf(system, accountId)).toBe(1_000), { timeout: 10_000, interval: 100 });
+    expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it('a release that does not reach billing goes on in the background', async () => {
+    const { funded, accountId, calls, hold } = await holdFor({ release: { kind: 'undelivered', times: 1 } });
+    expect(await balanceOf(system, accountId)).toBe(funded - 100);
+    await releaseHold(calls.money, hold, log);
+    await vi.waitFor(async () => expect(await balanceOf(system, accountId)).toBe(funded), { timeout: 10_000, interval: 100 });
   });
 
   it('a refusal is an answer: not retried', async () => {

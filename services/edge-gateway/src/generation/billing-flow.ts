@@ -28,6 +28,7 @@ export interface Charge {
  */
 export async function holdCredits(
   billing: MoneyCalls,
+  log: FastifyBaseLogger,
   key: KeyRecord,
   model: ResolvedModel,
   endpoint: string,
@@ -50,7 +51,14 @@ export async function holdCredits(
       checkRateLimit: opts.checkRateLimit ?? false,
     });
   // Idempotent by request id: a retry after a lost answer finds the one hold.
-  await untilAnswered(authorize, opts.retries ?? ON_REQUEST);
+  try {
+    await untilAnswered(authorize, opts.retries ?? ON_REQUEST);
+  } catch (err) {
+    // Never answered: billing may have taken the hold all the same. It is given back once billing
+    // is reachable again, not left to the sweeper's 30 minutes of a smaller available balance.
+    if (err instanceof RpcError) releaseInBackground(billing, { requestId, accountId: key.accountId }, log);
+    throw err;
+  }
   return { requestId, accountId: key.accountId, unit: model.unit, price: model.price };
 }
 
@@ -121,13 +129,30 @@ async function undoCharge(billing: SettleCalls['billing'], hold: Hold, log: Fast
 
 /**
  * Gives the whole hold back (the request failed; nothing is charged). A failure here is logged,
- * not thrown: the client gets the original error, and billing's sweeper releases holds that
- * outlive any request.
+ * not thrown: the client gets the original error. Unanswered, the release goes on in the
+ * background; billing's sweeper releases what still outlives any request.
  */
 export async function releaseHold(billing: MoneyCalls, hold: Hold, log: FastifyBaseLogger): Promise<void> {
-  await billing.release({ requestId: hold.requestId, accountId: hold.accountId }).catch((err: unknown) => {
-    log.error({ err, holdId: hold.requestId }, 'hold release failed; the sweeper will release it');
+  const ids = { requestId: hold.requestId, accountId: hold.accountId };
+  await billing.release(ids).catch((err: unknown) => {
+    if (err instanceof RpcError) releaseInBackground(billing, ids, log);
+    else log.error({ err, holdId: hold.requestId }, 'hold release refused');
   });
+}
+
+/**
+ * Releases a hold that may exist, retrying while billing is away (10 minutes at most). Billing
+ * answering `not_found` means there was no hold to give back.
+ */
+function releaseInBackground(billing: MoneyCalls, ids: { requestId: string; accountId: string }, log: FastifyBaseLogger): void {
+  log.warn({ holdId: ids.requestId }, 'a hold release got no answer; retrying in the background');
+  void untilAnswered(() => billing.release(ids), IN_BACKGROUND).then(
+    () => log.warn({ holdId: ids.requestId }, 'a hold left by a failed request is given back'),
+    (err: unknown) => {
+      if (err instanceof GatewayError && err.code === 'not_found') return;
+      log.error({ err, holdId: ids.requestId }, 'releasing a hold failed; the sweeper will release it');
+    },
+  );
 }
 
 /** The `service` object of spec 2.3. */

@@ -93,7 +93,7 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
   try {
     // The job id is the hold's id: should this gateway die before the job is finished, media
     // abandons the job later and billing gives that hold back (released, or refunded if charged).
-    hold = await holdCredits(deps.money, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false, { requestId: jobId });
+    hold = await holdCredits(deps.money, log, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false, { requestId: jobId });
   } catch (err) {
     await abandon();
     throw err;

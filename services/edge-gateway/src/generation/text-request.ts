@@ -98,7 +98,7 @@ export async function runText(
   call: TextCall,
 ): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
   const { model } = call;
-  const hold = await holdCredits(deps.money, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, {
+  const hold = await holdCredits(deps.money, request.log, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, {
     checkRateLimit: true,
   });
   const req = {
