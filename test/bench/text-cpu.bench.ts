@@ -7,7 +7,9 @@ import { chatBody, loadFor, post, startBenchSystem } from './support.ts';
  * `pnpm bench:text` through the gateway, at 1 and at 32 connections, non-streaming and streaming;
  * for each run the CPU time every process of the system spent per request (from /proc, so it
  * counts kernel time and work outside JavaScript too), Postgres included. The load generator's
- * own share is shown for scale. Linux only.
+ * own share is shown for scale. Also the write system calls each process made per request: every
+ * message the design sends is one, so this is the floor of the path, whatever a write costs on
+ * the machine. Linux only.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
@@ -16,6 +18,11 @@ const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().tr
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+
+/** Write system calls a process made so far (every socket write is one): its messages sent. */
+function writeCalls(pid: number): number {
+  return Number(/^syscw: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))![1]);
 }
 
 /**
@@ -47,6 +54,7 @@ try {
     for (const connections of [1, 32]) {
       for (let i = 0; i < 300; i++) await post(gw, auth, body, '"choices"'); // warm-up: the steady state, not the JIT compiling
       const before = new Map(processes.map((p) => [p.name, cpuMs(p.pid)]));
+      const writesBefore = new Map(processes.map((p) => [p.name, writeCalls(p.pid)]));
       const pgBefore = postgresCpuMs();
       const selfBefore = process.cpuUsage();
       let requests = 0;
@@ -62,6 +70,9 @@ try {
       const total = rows.reduce((sum, [, ms]) => sum + ms, 0);
       lines.push(`  ${streaming ? 'streaming' : 'non-streaming'}, ${connections} connection${connections > 1 ? 's' : ''}: ${(requests / elapsed).toFixed(0)} req/s, ${per(total)} us CPU per request in all`);
       lines.push(`    ${rows.filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${per(ms).trim()} us`).join(', ')}`);
+      // One write per message: what the design sends, whatever each write costs on this machine.
+      const writes = processes.map((p) => [p.name, (writeCalls(p.pid) - writesBefore.get(p.name)!) / requests] as const).filter(([, n]) => n >= 0.05);
+      lines.push(`    socket writes per request: ${writes.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}`);
     }
   }
   process.stdout.write(`${lines.join('\n')}\n`);
