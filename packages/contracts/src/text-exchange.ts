@@ -1,22 +1,35 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import * as textV1 from './gen/gateway/text/v1/text_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
-import { ExchangeClient } from './grpc/exchange.ts';
+import { ExchangeClient, fromExchangeFailure, isExchangeUnsupported } from './grpc/exchange.ts';
 import type { CallOptions } from './grpc/types.ts';
 
-/** A complete text answer, as the gateway asks for it on every non-streaming request. */
+/** Text answers as the gateway asks for them on every request: complete, or streamed. */
 export interface GenerateCalls {
   generate(req: MessageInitShape<typeof textV1.GenerateRequestSchema>, opts?: CallOptions): Promise<textV1.GenerateResponse>;
+  generateStream(req: MessageInitShape<typeof textV1.GenerateStreamRequestSchema>, opts?: CallOptions): AsyncIterable<textV1.GenerateStreamResponse>;
 }
 
 const SERVICE = textV1.TextService.typeName;
 
+/** A stream's last response: its end item, or an error. */
+const isLast = (res: textV1.ExchangeResponse) => res.result.case !== 'item' || res.result.value.item.case === 'end';
+
+/** A streaming call's items from its exchange responses, each error response thrown as the rpc would throw it. */
+async function* itemsOf(responses: AsyncIterable<textV1.ExchangeResponse>, path: string): AsyncGenerator<textV1.GenerateStreamResponse> {
+  for await (const res of responses) {
+    if (res.result.case === 'item') yield res.result.value;
+    else if (res.result.case === 'error') throw fromExchangeFailure(res.result.value, path);
+  }
+}
+
 /**
- * `Generate` over the text service's `Exchange` stream: the same answers and errors as the unary
- * rpc, two stream messages per call instead of a call each. A broken stream fails its unanswered
- * calls (a provider call is not repeated behind the caller's back). One exchange per caller process.
- * A text service without the exchange (an older version, during a rollout) is called with the
- * unary rpc: it refused the stream before taking anything, so nothing runs twice.
+ * `Generate` and `GenerateStream` over the text service's `Exchange` stream: the same answers,
+ * items and errors as the rpcs, one stream message per request, answer or item instead of an
+ * HTTP/2 stream per call. A broken stream fails its unanswered calls (a provider call is not
+ * repeated behind the caller's back). One exchange per caller process. A text service without
+ * the exchange (an older version, during a rollout) is called with the rpcs: it refused the
+ * stream before taking anything, so nothing runs twice.
  */
 export function createGenerateExchange(address: string, opts: ClientOptions = {}): GenerateCalls & { close(): void } {
   const client = createClient(textV1.TextService, address, opts);
@@ -28,6 +41,16 @@ export function createGenerateExchange(address: string, opts: ClientOptions = {}
   return {
     generate: (req, callOpts) =>
       exchange.request<textV1.GenerateResponse>('Generate', 'generate', (envelope) => ({ ...envelope, generate: req }), () => client.generate(req, callOpts), callOpts?.timeoutMs),
+    async *generateStream(req, callOpts) {
+      const responses = exchange.stream('GenerateStream', (envelope) => ({ ...envelope, generateStream: req }), isLast, callOpts);
+      try {
+        yield* itemsOf(responses, `/${SERVICE}/GenerateStream`);
+      } catch (err) {
+        // Refused before anything was taken (so before any item): the rpc instead.
+        if (!isExchangeUnsupported(err)) throw err;
+        yield* client.generateStream(req, callOpts);
+      }
+    },
     close() {
       exchange.close();
       client.close();

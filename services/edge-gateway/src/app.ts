@@ -24,7 +24,7 @@ export interface GatewayDeps {
   money: MoneyCalls;
   catalog: ServiceClient<MethodsOf<typeof catalogV1.CatalogService>>;
   text: ServiceClient<MethodsOf<typeof textV1.TextService>>;
-  /** Complete (non-streaming) text answers, over the text service's exchange stream. */
+  /** Text answers, complete or streamed, over the text service's exchange stream. */
   generate: GenerateCalls;
   media: ServiceClient<MethodsOf<typeof mediaV1.MediaService>>;
   videoJobs: ServiceClient<MethodsOf<typeof videoV1.VideoJobsService>>;

@@ -8,9 +8,10 @@ import type { CallContext } from './types.ts';
 
 /**
  * An exchange is a bidirectional stream carrying many small unary calls: each request message has
- * an `id` and the caller's trace context, and gets exactly one response with the same `id`. On a
- * hot path this saves, per call, an HTTP/2 stream with its headers, trailers and deadline timer
- * on both sides.
+ * an `id` and the caller's trace context, and gets exactly one response with the same `id` (or,
+ * for a streaming call, its items, each a response with that `id`, until the last). On a hot path
+ * this saves, per call, an HTTP/2 stream with its headers, trailers and deadline timer on both
+ * sides: the extra messages of a call wake each process once more.
  *
  * A server shutting down says so first (a response with id 0, `not_taken`), answers the calls it
  * took, refuses later ones with `not_taken` and ends the stream once the caller has ended its
@@ -89,8 +90,9 @@ type Duplex<O> = grpc.ClientDuplexStream<object, O>;
 
 interface Pending<O> {
   message: object;
-  resolve: (res: O) => void;
-  reject: (err: unknown) => void;
+  /** Takes a response of the call; answers whether it was the call's last. */
+  take: (res: O) => boolean;
+  fail: (err: unknown) => void;
   timer: ReturnType<typeof setTimeout>;
   /** The stream the call was last written to. */
   stream: Duplex<O>;
@@ -141,17 +143,81 @@ export class ExchangeClient<O extends Response> {
     if (Date.now() < this.#unsupportedUntil) return Promise.reject(this.#unsupported(method));
     return withRpcSpan('client', this.#service, method, context.active(), (_span, ctx) =>
       new Promise<O>((resolve, reject) => {
-        const id = this.#nextId++;
-        const message = build({ id, traceparent: traceparentOf(ctx) });
-        const timer = setTimeout(() => {
-          this.#pending.delete(id);
-          reject(new RpcError(status.DEADLINE_EXCEEDED, `/${this.#service}/${method}: DEADLINE_EXCEEDED no answer in time`));
-        }, timeoutMs ?? this.#defaultTimeoutMs);
-        const stream = this.#stream();
-        this.#pending.set(id, { message, resolve, reject, timer, stream });
-        stream.write(message);
+        this.#send(method, build, ctx, timeoutMs, (res) => (resolve(res), true), reject);
       }),
     );
+  }
+
+  /**
+   * Sends one streaming call and yields its responses as they come, up to the one `isLast` says
+   * is the last (an error response is always the last). Throws as `call` rejects: closed,
+   * unsupported, deadline, broken stream. A consumer that stops early leaves the server's
+   * remaining responses to be dropped. `timeoutMs` bounds the whole stream.
+   */
+  async *stream(method: string, build: (envelope: Envelope) => object, isLast: (res: O) => boolean, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<O> {
+    if (this.#closed) throw new RpcError(status.CANCELLED, `/${this.#service}/${method}: the exchange is closed`);
+    if (Date.now() < this.#unsupportedUntil) throw this.#unsupported(method);
+    const queue: O[] = [];
+    let failure: unknown;
+    let over = false;
+    let wake: (() => void) | undefined;
+    const notify = () => {
+      wake?.();
+      wake = undefined;
+    };
+    let id = 0n;
+    // The span covers the whole stream; its outcome reaches the consumer through the queue.
+    const spanned = withRpcSpan('client', this.#service, method, context.active(), (_span, ctx) =>
+      new Promise<void>((resolve, reject) => {
+        const take = (res: O) => {
+          queue.push(res);
+          notify();
+          over = isLast(res) || res.result.case === 'error';
+          if (over) resolve();
+          return over;
+        };
+        const fail = (err: unknown) => {
+          failure = err;
+          over = true;
+          notify();
+          reject(err as Error);
+        };
+        id = this.#send(method, build, ctx, opts.timeoutMs, take, fail);
+      }),
+    );
+    spanned.catch(() => undefined);
+    const onAbort = () => {
+      const p = this.#pending.get(id);
+      if (p) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}/${method}: CANCELLED by the caller`));
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        if (queue.length > 0) yield queue.shift()!;
+        else if (failure !== undefined) throw failure;
+        else if (over) return;
+        else await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      // Stopped early: later responses of the call are dropped.
+      const p = this.#pending.get(id);
+      if (p) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}/${method}: CANCELLED the caller stopped reading`));
+    }
+  }
+
+  /** Registers and writes one call; answers its id. */
+  #send(method: string, build: (envelope: Envelope) => object, ctx: Context, timeoutMs: number | undefined, take: (res: O) => boolean, fail: (err: unknown) => void): bigint {
+    const id = this.#nextId++;
+    const message = build({ id, traceparent: traceparentOf(ctx) });
+    const timer = setTimeout(() => {
+      const p = this.#pending.get(id);
+      if (p) this.#settle(id, p, new RpcError(status.DEADLINE_EXCEEDED, `/${this.#service}/${method}: DEADLINE_EXCEEDED no answer in time`));
+    }, timeoutMs ?? this.#defaultTimeoutMs);
+    const stream = this.#stream();
+    this.#pending.set(id, { message, take, fail, timer, stream });
+    stream.write(message);
+    return id;
   }
 
   /**
@@ -183,11 +249,12 @@ export class ExchangeClient<O extends Response> {
     return new RpcError(status.UNIMPLEMENTED, `/${this.#service}/${method}: UNIMPLEMENTED the server has no exchange`);
   }
 
+  /** Gives the call a response, or fails it; a call given its last response, or failed, is over. */
   #settle(id: bigint, p: Pending<O>, outcome: O | Error): void {
+    if (outcome instanceof Error) p.fail(outcome);
+    else if (!p.take(outcome)) return;
     this.#pending.delete(id);
     clearTimeout(p.timer);
-    if (outcome instanceof Error) p.reject(outcome);
-    else p.resolve(outcome);
   }
 
   #waitingOn(stream: Duplex<O>): boolean {
@@ -270,9 +337,15 @@ export interface ServeExchangeOptions<I, O extends ResponseInit> {
   service: string;
   /** The rpc a message stands for (its span's name). */
   methodOf: (req: I) => string;
-  /** Handles one message; resolves with its response's `result` (the call's own answer). `signal`: the caller went away. */
-  handle: (req: I, signal: AbortSignal) => Promise<O['result']>;
+  /**
+   * Handles one message; resolves with its response's `result` (the call's own answer), or, for
+   * a streaming call, yields each item's `result` (each is written as it comes). `signal`: the
+   * caller went away.
+   */
+  handle: (req: I, signal: AbortSignal) => Promise<O['result']> | AsyncIterable<O['result']>;
 }
+
+const isAsyncIterable = (value: object): value is AsyncIterable<unknown> => Symbol.asyncIterator in value;
 
 /** How long a shutting-down server waits for a caller to end its side once every taken call is answered. */
 const RETIRE_GRACE_MS = 1_000;
@@ -315,16 +388,21 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
       }
       inFlight++;
       const method = opts.methodOf(req);
-      withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), () => opts.handle(req, ctx.signal))
+      withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), async () => {
+        const out = opts.handle(req, ctx.signal);
+        if (!isAsyncIterable(out)) return respond(req.id, await out);
+        for await (const result of out) if (!call.cancelled) call.write(respond(req.id, result));
+        return undefined; // every item is written
+      })
         .then(
-          (result) => respond(req.id, result),
+          (res) => res,
           (err: unknown) => {
             ctx.reportUnexpected(err, `/${opts.service}/${method}`);
             return fail(req.id, toExchangeFailure(err));
           },
         )
         .then((res) => {
-          if (!call.cancelled) call.write(res);
+          if (res && !call.cancelled) call.write(res);
           inFlight--;
           check();
         });

@@ -115,7 +115,7 @@ export async function runText(
     throw err;
   };
   if (call.body.stream === true) {
-    const stream = deps.text.generateStream({ ...req, frameBatches: true }, { timeoutMs: GENERATE_TIMEOUT_MS });
+    const stream = deps.generate.generateStream({ ...req, frameBatches: true }, { timeoutMs: GENERATE_TIMEOUT_MS });
     await streamText(deps, request, reply, call.dialect, hold, stream).catch(noteFailure);
     return undefined;
   }

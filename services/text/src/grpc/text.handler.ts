@@ -27,6 +27,20 @@ async function within<T>(budget: BytesBudget, body: Uint8Array, run: () => Promi
   }
 }
 
+/** A streamed answer's items, with its body's bytes reserved until the stream is over. */
+async function* streamWithin(deps: TextDeps, budget: BytesBudget, req: textV1.GenerateStreamRequest, signal: AbortSignal): AsyncGenerator<textV1.GenerateStreamResponse> {
+  const release = reserveBody(budget, req.body);
+  try {
+    yield* generateStream(deps, req, signal);
+  } finally {
+    release();
+  }
+}
+
+async function* asExchangeItems(items: AsyncIterable<textV1.GenerateStreamResponse>) {
+  for await (const item of items) yield { case: 'item' as const, value: item };
+}
+
 /** The TextService rpcs; the call's cancellation aborts the upstream call. */
 export function textHandler(deps: TextDeps, budget: BytesBudget): ServiceImpl<MethodsOf<typeof textV1.TextService>> {
   return {
@@ -34,21 +48,15 @@ export function textHandler(deps: TextDeps, budget: BytesBudget): ServiceImpl<Me
     exchange: (call, ctx) =>
       serveExchange(call, ctx, {
         service: textV1.TextService.typeName,
-        methodOf: () => 'Generate',
-        handle: async (req, signal) => {
-          const request = req.generate;
+        methodOf: (req) => (req.generateStream ? 'GenerateStream' : 'Generate'),
+        handle: (req, signal) => {
+          const { generate: request, generateStream: streamRequest } = req;
+          if (streamRequest) return asExchangeItems(streamWithin(deps, budget, streamRequest, signal));
           if (!request) throw new GatewayError('invalid_request', 'An exchange message must carry a request.');
-          return { case: 'generate' as const, value: await within(budget, request.body, () => generate(deps, request, signal)) };
+          return within(budget, request.body, async () => ({ case: 'generate' as const, value: await generate(deps, request, signal) }));
         },
       }),
-    generateStream: async function* (req, ctx) {
-      const release = reserveBody(budget, req.body);
-      try {
-        yield* generateStream(deps, req, ctx.signal);
-      } finally {
-        release();
-      }
-    },
+    generateStream: (req, ctx) => streamWithin(deps, budget, req, ctx.signal),
     countTokens: (req, ctx) => within(budget, req.body, async () => ({ inputTokens: BigInt(await countTokens(deps, req, ctx.signal)) })),
   };
 }

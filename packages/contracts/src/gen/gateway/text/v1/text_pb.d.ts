@@ -69,7 +69,8 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
 export declare const GenerateRequestSchema: GenMessage<GenerateRequest>;
 
 /**
- * ExchangeRequest is one Generate call on the exchange stream.
+ * ExchangeRequest is one Generate or GenerateStream call on the exchange stream (exactly one of
+ * `generate` and `generate_stream` is set).
  *
  * @generated from message gateway.text.v1.ExchangeRequest
  */
@@ -89,9 +90,18 @@ export declare type ExchangeRequest = Message<"gateway.text.v1.ExchangeRequest">
   traceparent: string;
 
   /**
+   * A Generate call.
+   *
    * @generated from field: gateway.text.v1.GenerateRequest generate = 3;
    */
   generate?: GenerateRequest | undefined;
+
+  /**
+   * A GenerateStream call.
+   *
+   * @generated from field: gateway.text.v1.GenerateStreamRequest generate_stream = 4;
+   */
+  generateStream?: GenerateStreamRequest | undefined;
 };
 
 /**
@@ -101,7 +111,7 @@ export declare type ExchangeRequest = Message<"gateway.text.v1.ExchangeRequest">
 export declare const ExchangeRequestSchema: GenMessage<ExchangeRequest>;
 
 /**
- * ExchangeResponse answers one ExchangeRequest.
+ * ExchangeResponse answers one ExchangeRequest, or carries one item of a GenerateStream call.
  *
  * @generated from message gateway.text.v1.ExchangeResponse
  */
@@ -128,6 +138,14 @@ export declare type ExchangeResponse = Message<"gateway.text.v1.ExchangeResponse
      */
     value: ExchangeError;
     case: "error";
+  } | {
+    /**
+     * One item of a GenerateStream call; the call is over with its `end` item.
+     *
+     * @generated from field: gateway.text.v1.GenerateStreamResponse item = 4;
+     */
+    value: GenerateStreamResponse;
+    case: "item";
   } | { case: undefined; value?: undefined };
 };
 
@@ -550,10 +568,12 @@ export declare const TextService: GenService<{
     output: typeof GenerateResponseSchema;
   },
   /**
-   * Generate multiplexed over one long-lived stream (the gateway's hot path, where a call's
-   * HTTP/2 stream and headers cost more than the message): each request gets exactly one
-   * response with its `id`. Not idempotent (it calls a provider): a caller whose stream breaks
-   * fails the unanswered calls instead of resending them.
+   * Generate and GenerateStream multiplexed over one long-lived stream (the gateway's hot path,
+   * where a call's HTTP/2 stream, headers and trailers cost more than the message): a Generate
+   * request gets exactly one response with its `id`; a GenerateStream request gets its items,
+   * each a response with its `id`, the last one its `StreamEnd` (or an error). Not idempotent
+   * (it calls a provider): a caller whose stream breaks fails the unanswered calls instead of
+   * resending them.
    *
    * @generated from rpc gateway.text.v1.TextService.Exchange
    */
