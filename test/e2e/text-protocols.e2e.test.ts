@@ -120,6 +120,22 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(body.balanceAfter).toBe(await balanceOf(system, account.accountId));
   });
 
+  it("the Anthropic SDK's message thread on an OpenAI model: the server-held thread is refused as the protocol says, so the SDK can send the whole conversation", async () => {
+    const anthropic = anthropicClient(system, account.apiKey);
+    const lastOpenAiRequest = async () =>
+      ((await (await fetch(`${system.simulatorUrl}/_sim/requests?limit=1&provider=openai`)).json()) as { requests: Array<{ body: { messages: Array<{ content: unknown }> } }> }).requests.at(-1)!.body;
+    // Told to continue without a thread when the server has none, the second turn carries the first.
+    const thread = anthropic.beta.messages.thread({ model: 'gpt-sim-mini', max_tokens: 64, unsupportedRequestBehavior: 'continue_unthreaded' });
+    await thread.send({ role: 'user', content: 'My name is Lan.' });
+    const second = await thread.send({ role: 'user', content: 'What is my name?' });
+    expect(second.content[0]?.type).toBe('text');
+    expect(JSON.stringify((await lastOpenAiRequest()).messages)).toContain('My name is Lan.');
+    // Left to its default, the thread stops at once with the refusal a server without threads gives.
+    const strict = anthropic.beta.messages.thread({ model: 'gpt-sim-mini', max_tokens: 64 });
+    const err = await strict.send({ role: 'user', content: 'My name is Lan.' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 400, error: { error: { code: 'invalid_request', details: { error_code: 'thread_unsupported_request' } } } });
+  });
+
   it('count_tokens uses the model’s counter, counts tools, and is free', async () => {
     const anthropic = anthropicClient(system, account.apiKey);
     const before = await balanceOf(system, account.accountId);

@@ -42,6 +42,8 @@ export interface ErrorDetails {
   period?: string;
   retry_after_seconds?: number;
   job_id?: string;
+  /** The imitated protocol's own `error.details`, where its SDK looks (e.g. `error_code`). */
+  details?: Record<string, unknown>;
 }
 
 /**

@@ -5,4 +5,11 @@
  */
 export class TranslateError extends Error {
   override name = 'TranslateError';
+  /** Shown to the client as the error's `details` (what the client protocol's SDK reads). */
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.details = details;
+  }
 }

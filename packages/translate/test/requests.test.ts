@@ -403,11 +403,31 @@ describe('translateRequest details', () => {
     ['responses hosted tool', 'responses', { model: 'm', input: 'hi', tools: [{ type: 'web_search' }] }, /web_search/],
     ['responses file image', 'responses', { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file-1' }] }] }, /file_id/],
     ['gemini PDF', 'gemini', { contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'application/pdf', data: 'x' } }] }] }, /application\/pdf/],
+    ['messages thread', 'messages', { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'and tomorrow?' }], thread: { type: 'continue', previous_message_id: 'msg_1' } }, /thread/],
+    ['messages MCP servers', 'messages', { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], mcp_servers: [{ type: 'url', url: 'https://mcp.example.com/sse', name: 'ex' }] }, /mcp_servers/],
+    ['messages container', 'messages', { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], container: 'container_1' }, /container/],
+    ['chat web search', 'chat', { model: 'm', messages: [{ role: 'user', content: 'hi' }], web_search_options: {} }, /web_search_options/],
+    ['chat audio output', 'chat', { model: 'm', messages: [{ role: 'user', content: 'hi' }], modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }, /audio|modalities/],
+    ['responses background', 'responses', { model: 'm', input: 'hi', background: true }, /background/],
   ] as const)('refuses what another dialect cannot carry: %s', (_name, from, body, message) => {
     const to: Dialect = from === 'chat' ? 'messages' : 'chat';
     expect(() => translateRequest(from, to, body, OPTS)).toThrow(TranslateError);
     expect(() => translateRequest(from, to, body, OPTS)).toThrow(message);
     expect(() => translateRequest(from, from, body, OPTS)).not.toThrow();
+  });
+
+  it('refuses a messages thread with the details the messages SDK reads to continue without it', () => {
+    const body = { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], thread: { type: 'continue', previous_message_id: 'msg_1' } };
+    const err = (() => {
+      try {
+        translateRequest('messages', 'chat', body, OPTS);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(TranslateError);
+    expect((err as TranslateError).details).toEqual({ error_code: 'thread_unsupported_request', unsupported: ['thread'] });
   });
 
   it('refuses a tool result for a call it cannot name (gemini needs the function name)', () => {

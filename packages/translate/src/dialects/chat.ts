@@ -25,7 +25,7 @@ import type {
 import { arr, bool, compact, isRecord, num, rec, str, strList, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readChatUsage, writeChatUsage } from '../usage.ts';
-import { joinText, pushMessage, pushToolResult, resultsFirst, textPart } from './common.ts';
+import { joinText, pushMessage, pushToolResult, refuseServerFeatures, resultsFirst, textPart } from './common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -78,6 +78,8 @@ function readResponseFormat(value: unknown): ResponseFormat | undefined {
 }
 
 function parseRequest(body: Json): IrRequest {
+  refuseServerFeatures(body, ['web_search_options', 'audio']);
+  if (arr(body.modalities).some((m) => m !== 'text')) throw new TranslateError('modalities other than text cannot be sent to this model');
   const system: string[] = [];
   const messages: Message[] = [];
   arr(body.messages).forEach((raw, i) => {

@@ -1,5 +1,19 @@
 /** Helpers the dialect codecs share for building and reading the neutral message list. */
+import { TranslateError } from '../errors.ts';
 import type { Message, Part, ResponseContext, TextPart, ToolCallPart, ToolResultPart } from '../ir.ts';
+
+/**
+ * Refuses request fields that ask for a feature of the provider's own servers (hosted tools,
+ * stored state, audio): another provider has no counterpart, and dropping them silently would
+ * answer a different request than the one asked.
+ */
+export function refuseServerFeatures(body: Record<string, unknown>, fields: readonly string[]): void {
+  for (const field of fields) {
+    if (body[field] !== undefined && body[field] !== null) {
+      throw new TranslateError(`${field} asks for a feature of the provider's own servers and cannot be sent to this model`);
+    }
+  }
+}
 
 export function pushMessage(messages: Message[], role: Message['role'], parts: Part[]): void {
   if (parts.length > 0) messages.push({ role, parts });

@@ -23,7 +23,7 @@ import type {
 import { arr, bool, compact, isRecord, num, parseArgs, rec, str, strList, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readMessagesUsage, writeMessagesUsage } from '../usage.ts';
-import { pushMessage, resultsFirst, textPart } from './common.ts';
+import { pushMessage, refuseServerFeatures, resultsFirst, textPart } from './common.ts';
 
 /** Used when the request names no output cap: the messages protocol requires one. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -97,7 +97,15 @@ function readToolChoice(value: unknown): { choice?: ToolChoice; parallel?: boole
   }
 }
 
+/** What the messages SDK reads to continue without server-held threads (its `continue_unthreaded`). */
+const THREAD_UNSUPPORTED = { error_code: 'thread_unsupported_request', unsupported: ['thread'] };
+
 function parseRequest(body: Json): IrRequest {
+  // A thread is conversation history the provider's servers keep; another provider has none of it.
+  if (body.thread !== undefined && body.thread !== null) {
+    throw new TranslateError('thread refers to a conversation stored by Anthropic and cannot be sent to this model; send the whole conversation in messages', THREAD_UNSUPPORTED);
+  }
+  refuseServerFeatures(body, ['mcp_servers', 'container']);
   const system =
     typeof body.system === 'string' ? textPart(body.system).map((p) => p.text) : arr(body.system).flatMap((b) => str(rec(b).text) ?? []);
   const messages: Message[] = [];

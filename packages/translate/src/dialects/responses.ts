@@ -73,6 +73,7 @@ function parseRequest(body: Json): IrRequest {
       throw new TranslateError(`${field} refers to state stored by OpenAI and cannot be sent to this model`);
     }
   }
+  if (body.background === true) throw new TranslateError('background asks for a feature of the provider\'s own servers and cannot be sent to this model');
   const system = textPart(str(body.instructions) ?? '').map((p) => p.text);
   const messages: Message[] = [];
   const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : arr(body.input);

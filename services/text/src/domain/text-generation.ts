@@ -44,7 +44,7 @@ function translated<T>(fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof TranslateError) throw new GatewayError('invalid_request', err.message);
+    if (err instanceof TranslateError) throw new GatewayError('invalid_request', err.message, err.details ? { details: err.details } : {});
     throw err;
   }
 }
