@@ -25,6 +25,8 @@ export interface Usage {
   cacheCreationTokens: number;
   cacheReadTokens: number;
   totalBillable: number;
+  /** Output tokens spent thinking, a breakdown of `outputTokens`; absent when the provider reports none. */
+  reasoningTokens?: number;
 }
 
 export type ImageSource =
@@ -142,6 +144,8 @@ export interface ResponseContext {
   id: string;
   /** Unix seconds. */
   created: number;
+  /** The client's request body: a responses body echoes its settings (tools, temperature…). */
+  request?: Json;
 }
 
 export interface RequestOptions {

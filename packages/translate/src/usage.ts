@@ -10,16 +10,19 @@ function makeUsage(parts: {
   output: number;
   cacheCreation?: number;
   cacheRead?: number;
+  reasoning?: number;
   reportedTotal?: number;
 }): Usage {
   const sum = parts.input + parts.output;
-  return {
+  const usage: Usage = {
     inputTokens: parts.input,
     outputTokens: parts.output,
     cacheCreationTokens: parts.cacheCreation ?? 0,
     cacheReadTokens: parts.cacheRead ?? 0,
     totalBillable: Math.max(sum, parts.reportedTotal ?? 0),
   };
+  if (parts.reasoning !== undefined && parts.reasoning > 0) usage.reasoningTokens = parts.reasoning;
+  return usage;
 }
 
 /** chat `usage`: prompt_tokens already includes cached tokens (`prompt_tokens_details.cached_tokens`). */
@@ -32,6 +35,7 @@ export function readChatUsage(value: unknown): Usage | undefined {
     input: input ?? 0,
     output: output ?? 0,
     cacheRead: num(rec(value.prompt_tokens_details).cached_tokens),
+    reasoning: num(rec(value.completion_tokens_details).reasoning_tokens),
     reportedTotal: num(value.total_tokens),
   });
 }
@@ -57,6 +61,7 @@ export function readResponsesUsage(value: unknown): Usage | undefined {
     input: input ?? 0,
     output: output ?? 0,
     cacheRead: num(rec(value.input_tokens_details).cached_tokens),
+    reasoning: num(rec(value.output_tokens_details).reasoning_tokens),
     reportedTotal: num(value.total_tokens),
   });
 }
@@ -75,6 +80,7 @@ export function readGeminiUsage(value: unknown): Usage | undefined {
     input: (prompt ?? 0) + (num(value.toolUsePromptTokenCount) ?? 0),
     output: (candidates ?? 0) + (thoughts ?? 0),
     cacheRead: num(value.cachedContentTokenCount),
+    reasoning: thoughts,
     reportedTotal: num(value.totalTokenCount),
   });
 }
@@ -102,6 +108,7 @@ export function writeResponsesUsage(u: Usage): Json {
     input_tokens: u.inputTokens,
     input_tokens_details: { cached_tokens: u.cacheReadTokens },
     output_tokens: u.outputTokens,
+    output_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
     total_tokens: u.totalBillable,
   };
 }

@@ -106,6 +106,26 @@ export const REQUESTS: Record<Dialect, Record<string, unknown>> = {
   },
 };
 
+/** A responses request that sets every setting a response echoes (the others leave them to defaults). */
+export const SETTINGS_REQUEST: Record<string, unknown> = {
+  ...REQUESTS.responses,
+  tool_choice: { type: 'function', name: 'get_weather' },
+  parallel_tool_calls: false,
+  metadata: { user: 'u_1' },
+};
+
+/** What a responses body shows of `SETTINGS_REQUEST`. */
+export const ECHOED_SETTINGS = {
+  instructions: 'You are terse.',
+  max_output_tokens: 256,
+  metadata: { user: 'u_1' },
+  parallel_tool_calls: false,
+  temperature: 0.5,
+  tool_choice: { type: 'function', name: 'get_weather' },
+  tools: REQUESTS.responses.tools,
+  top_p: 0.9,
+};
+
 // ---------------------------------------------------------------------------------------------
 // Non-streaming responses: text + a tool call, 120 input tokens (20 from cache), 30 output.
 
@@ -113,6 +133,26 @@ export const REQUESTS: Record<Dialect, Record<string, unknown>> = {
 export const CALL_ID = 'call_gen_1_0';
 
 export const USAGE: Usage = { inputTokens: 120, outputTokens: 30, cacheCreationTokens: 0, cacheReadTokens: 20, totalBillable: 150 };
+
+/** USAGE as read from `UPSTREAM_RESPONSES` and `UPSTREAM_STREAMS`, some of which report thinking tokens. */
+export const UPSTREAM_USAGE: Record<Dialect, Usage> = {
+  chat: USAGE,
+  messages: USAGE,
+  responses: { ...USAGE, reasoningTokens: 12 },
+  gemini: { ...USAGE, reasoningTokens: 8 },
+};
+
+/** What a responses body shows of a request that sets none of the settings it echoes: the API's defaults. */
+export const DEFAULT_SETTINGS = {
+  instructions: null,
+  max_output_tokens: null,
+  metadata: {},
+  parallel_tool_calls: true,
+  temperature: 1,
+  tool_choice: 'auto',
+  tools: [],
+  top_p: 1,
+};
 
 export const RESPONSES: Record<Dialect, Record<string, unknown>> = {
   chat: {
@@ -165,7 +205,14 @@ export const RESPONSES: Record<Dialect, Record<string, unknown>> = {
       },
       { id: 'fc_gen_1_1', type: 'function_call', status: 'completed', arguments: ARGS, call_id: CALL_ID, name: 'get_weather' },
     ],
-    usage: { input_tokens: 120, input_tokens_details: { cached_tokens: 20 }, output_tokens: 30, total_tokens: 150 },
+    usage: {
+      input_tokens: 120,
+      input_tokens_details: { cached_tokens: 20 },
+      output_tokens: 30,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 150,
+    },
+    ...DEFAULT_SETTINGS,
   },
   gemini: {
     candidates: [
@@ -401,7 +448,13 @@ export const UPSTREAM_STREAMS: Record<Dialect, SseEvent[]> = {
         response: {
           ...upstreamResponse,
           status: 'completed',
-          usage: { input_tokens: 120, input_tokens_details: { cached_tokens: 20 }, output_tokens: 30, total_tokens: 150 },
+          usage: {
+            input_tokens: 120,
+            input_tokens_details: { cached_tokens: 20 },
+            output_tokens: 30,
+            output_tokens_details: { reasoning_tokens: 12 },
+            total_tokens: 150,
+          },
         },
       },
     ],
@@ -442,7 +495,7 @@ export const UPSTREAM_STREAMS: Record<Dialect, SseEvent[]> = {
 
 // ---------------------------------------------------------------------------------------------
 // Streams as the emitters must write them for CTX. `args` are the argument deltas of the call:
-// gemini sends a call whole, the others in pieces.
+// gemini sends a call whole, the others in pieces; `reasoning` the upstream's thinking tokens.
 
 const ours = { id: 'gen_1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'public-model' };
 const ourChunk = (delta: Record<string, unknown>, finish: string | null = null): SseEvent => ({
@@ -459,6 +512,7 @@ const ourResponse = (fields: Record<string, unknown>) => ({
   model: 'public-model',
   output: [],
   usage: null,
+  ...DEFAULT_SETTINGS,
   ...fields,
 });
 
@@ -467,7 +521,7 @@ const textItem = (status: string, text: string) => ({
   type: 'message',
   status,
   role: 'assistant',
-  content: status === 'completed' ? [{ type: 'output_text', text, annotations: [] }] : [],
+  content: status === 'in_progress' ? [] : [{ type: 'output_text', text, annotations: [] }],
 });
 const callItem = (status: string, args: string) => ({
   id: 'fc_gen_1_1',
@@ -486,7 +540,7 @@ const geminiChunk = (parts: unknown[], extra: Record<string, unknown> = {}) => (
   responseId: 'gen_1',
 });
 
-export const EMITTED_STREAMS: Record<Dialect, (args: string[]) => Array<SseEvent & { carriesUsage?: true }>> = {
+export const EMITTED_STREAMS: Record<Dialect, (args: string[], reasoning?: number) => Array<SseEvent & { carriesUsage?: true }>> = {
   chat: (args) => [
     ourChunk({ role: 'assistant', content: '' }),
     ourChunk({ content: 'Let me' }),
@@ -529,7 +583,7 @@ export const EMITTED_STREAMS: Record<Dialect, (args: string[]) => Array<SseEvent
     },
     sse('message_stop', {}),
   ],
-  responses: (args) => {
+  responses: (args, reasoning = 0) => {
     const events = seq([
       ['response.created', { response: ourResponse({}) }],
       ['response.in_progress', { response: ourResponse({}) }],
@@ -550,7 +604,13 @@ export const EMITTED_STREAMS: Record<Dialect, (args: string[]) => Array<SseEvent
           response: ourResponse({
             status: 'completed',
             output: [textItem('completed', 'Let me check.'), callItem('completed', ARGS)],
-            usage: { input_tokens: 120, input_tokens_details: { cached_tokens: 20 }, output_tokens: 30, total_tokens: 150 },
+            usage: {
+              input_tokens: 120,
+              input_tokens_details: { cached_tokens: 20 },
+              output_tokens: 30,
+              output_tokens_details: { reasoning_tokens: reasoning },
+              total_tokens: 150,
+            },
           }),
         },
       ],

@@ -1,12 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { extractUsage, translateResponse, type Dialect } from '../src/index.ts';
-import { CTX, DIALECTS, RESPONSES, UPSTREAM_RESPONSES, USAGE } from './fixtures.ts';
+import { CTX, DEFAULT_SETTINGS, DIALECTS, ECHOED_SETTINGS, RESPONSES, SETTINGS_REQUEST, UPSTREAM_RESPONSES, UPSTREAM_USAGE, USAGE } from './fixtures.ts';
 
 const pairs = DIALECTS.flatMap((from) => DIALECTS.filter((to) => to !== from).map((to) => [from, to] as const));
 
+/** The answer of `from` as a `to` body: `RESPONSES[to]`, where responses also shows the upstream's thinking tokens. */
+function targetBody(from: Dialect, to: Dialect): Record<string, unknown> {
+  if (to !== 'responses') return RESPONSES[to];
+  const usage = { ...(RESPONSES.responses.usage as object), output_tokens_details: { reasoning_tokens: UPSTREAM_USAGE[from].reasoningTokens ?? 0 } };
+  return { ...RESPONSES.responses, usage };
+}
+
 describe('translateResponse across dialects', () => {
   it.each(pairs)('%s → %s gives the target wire body', (from, to) => {
-    expect(translateResponse(from, to, UPSTREAM_RESPONSES[from], CTX)).toEqual(RESPONSES[to]);
+    expect(translateResponse(from, to, UPSTREAM_RESPONSES[from], CTX)).toEqual(targetBody(from, to));
   });
 
   it.each(pairs)('%s → %s → back keeps text, tool call, stop reason and usage', (from, via) => {
@@ -137,5 +144,42 @@ describe('response details', () => {
         },
       ],
     });
+  });
+});
+
+/** The dialects of other providers, whose answers a responses client gets translated. */
+const OTHERS = ['chat', 'messages', 'gemini'] as const;
+
+describe('responses bodies translated from other dialects', () => {
+  it.each(OTHERS)('%s → responses echoes the request settings', (from) => {
+    const out = translateResponse(from, 'responses', UPSTREAM_RESPONSES[from], { ...CTX, request: SETTINGS_REQUEST });
+    expect(out).toEqual({ ...targetBody(from, 'responses'), ...ECHOED_SETTINGS });
+  });
+
+  it.each(OTHERS)('%s → responses shows the API defaults for settings the request leaves out', (from) => {
+    const out = translateResponse(from, 'responses', UPSTREAM_RESPONSES[from], { ...CTX, request: { model: 'public-model', input: 'Hi' } });
+    expect(out).toMatchObject(DEFAULT_SETTINGS);
+  });
+
+  it.each(OTHERS)('%s → responses details usage: cached and reasoning tokens', (from) => {
+    const usage = translateResponse(from, 'responses', UPSTREAM_RESPONSES[from], CTX).usage;
+    expect(usage).toMatchObject({
+      input_tokens_details: { cached_tokens: 20 },
+      output_tokens_details: { reasoning_tokens: UPSTREAM_USAGE[from].reasoningTokens ?? 0 },
+    });
+  });
+
+  it.each(OTHERS)('%s → responses: an answer cut off by the output cap ends in an incomplete message', (from) => {
+    const capped = STOPS.find(([name]) => name === 'output cap')![1][from];
+    expect(translateResponse(from, 'responses', capped, CTX)).toMatchObject({
+      status: 'incomplete',
+      output: [{ type: 'message', status: 'incomplete', content: [{ type: 'output_text', text: 'x' }] }],
+    });
+  });
+
+  it('marks only the last item incomplete', () => {
+    const body = { content: [{ type: 'text', text: 'a' }, { type: 'tool_use', id: 'c', name: 'f', input: {} }, { type: 'text', text: 'b' }], stop_reason: 'max_tokens' };
+    const output = translateResponse('messages', 'responses', body, CTX).output as Array<{ status: string }>;
+    expect(output.map((item) => item.status)).toEqual(['completed', 'completed', 'incomplete']);
   });
 });

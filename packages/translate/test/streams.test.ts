@@ -1,7 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { createStreamTranslator, streamFailureEvents, type Dialect, type OutputEvent, type SseEvent } from '../src/index.ts';
+import { createStreamTranslator, streamFailureEvents, type Dialect, type OutputEvent, type ResponseContext, type SseEvent } from '../src/index.ts';
 import { CODECS } from '../src/codecs.ts';
-import { argDeltas, CTX, DIALECTS, EMITTED_STREAMS, UPSTREAM_STREAMS, USAGE } from './fixtures.ts';
+import type { StreamEvent } from '../src/ir.ts';
+import {
+  argDeltas,
+  CTX,
+  DEFAULT_SETTINGS,
+  DIALECTS,
+  ECHOED_SETTINGS,
+  EMITTED_STREAMS,
+  SETTINGS_REQUEST,
+  UPSTREAM_STREAMS,
+  UPSTREAM_USAGE,
+  USAGE,
+} from './fixtures.ts';
 
 function usageChunk(usage: unknown): SseEvent & { data: Record<string, unknown> } {
   return { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [], usage } };
@@ -13,8 +25,8 @@ function callChunk(index: number, id: string, args: string): SseEvent {
 
 const pairs = DIALECTS.flatMap((from) => DIALECTS.filter((to) => to !== from).map((to) => [from, to] as const));
 
-function run(from: Dialect, to: Dialect, events: SseEvent[]) {
-  const translator = createStreamTranslator(from, to, CTX);
+function run(from: Dialect, to: Dialect, events: SseEvent[], ctx: ResponseContext = CTX) {
+  const translator = createStreamTranslator(from, to, ctx);
   const out: OutputEvent[] = [];
   for (const event of events) out.push(...translator.push(event));
   out.push(...translator.end());
@@ -33,14 +45,16 @@ function collect(dialect: Dialect, events: SseEvent[]) {
     if (event.type === 'tool_args_delta') calls.at(-1)!.args += event.json;
     if (event.type === 'finish') stop = event.stopReason;
   }
-  return { text, calls, stop, usage: parser.usage() };
+  // Only responses shows thinking tokens apart (the others count them as output): round trips lose them.
+  const usage = parser.usage();
+  return { text, calls, stop, usage: usage && { ...usage, reasoningTokens: undefined } };
 }
 
 describe('stream translation across dialects', () => {
   it.each(pairs)('%s → %s produces the exact event sequence of the target', (from, to) => {
     const { out, usage } = run(from, to, UPSTREAM_STREAMS[from]);
-    expect(out).toEqual(EMITTED_STREAMS[to](argDeltas(from)));
-    expect(usage).toEqual(USAGE);
+    expect(out).toEqual(EMITTED_STREAMS[to](argDeltas(from), UPSTREAM_USAGE[from].reasoningTokens));
+    expect(usage).toEqual(UPSTREAM_USAGE[from]);
   });
 
   it.each(pairs)('%s → %s → back keeps text, call, stop reason and usage', (from, via) => {
@@ -102,7 +116,7 @@ describe('stream framing', () => {
     for (const event of UPSTREAM_STREAMS.gemini) expect(translator.push(event).some((e) => e.carriesUsage)).toBe(false);
     const final = translator.end();
     expect(final.find((e) => e.carriesUsage)?.event).toBe('message_delta');
-    expect(translator.usage()).toEqual(USAGE);
+    expect(translator.usage()).toEqual(UPSTREAM_USAGE.gemini);
   });
 });
 
@@ -139,7 +153,7 @@ describe('stream passthrough (same dialect)', () => {
       expect(restore).toEqual(original.data);
       expect(event.carriesUsage === true).toBe(i === finalIndex[dialect](upstream));
     });
-    expect(usage).toEqual(USAGE);
+    expect(usage).toEqual(UPSTREAM_USAGE[dialect]);
   });
 
   it('chat: marks only the last of repeated usage chunks', () => {
@@ -201,6 +215,7 @@ describe('stream failures', () => {
             model: 'public-model',
             output: [],
             usage: null,
+            ...DEFAULT_SETTINGS,
           },
         },
       },
@@ -288,6 +303,52 @@ describe('stream failures', () => {
   });
 });
 
+/** Each other dialect's stream of "Let me check." stopped by the output cap. */
+const CAPPED: Record<'chat' | 'messages' | 'gemini', SseEvent[]> = {
+  chat: [...UPSTREAM_STREAMS.chat.slice(0, 3), { data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'length' }] } }, UPSTREAM_STREAMS.chat.at(-2)!, { data: '[DONE]' }],
+  messages: [
+    ...UPSTREAM_STREAMS.messages.slice(0, 10),
+    { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 30 } } },
+    { event: 'message_stop', data: { type: 'message_stop' } },
+  ],
+  gemini: [
+    UPSTREAM_STREAMS.gemini[0]!,
+    { data: { candidates: [{ content: { role: 'model', parts: [{ text: ' check.' }] }, finishReason: 'MAX_TOKENS', index: 0 }], usageMetadata: { promptTokenCount: 120, candidatesTokenCount: 30, totalTokenCount: 150 } } },
+  ],
+};
+
+/** The response objects of the responses events that carry one, by event name. */
+function responsesOf(out: OutputEvent[]): Array<[string | undefined, Record<string, unknown>]> {
+  return out.flatMap((e) => {
+    const response = (e.data as { response?: Record<string, unknown> }).response;
+    return response === undefined ? [] : [[e.event, response] as [string | undefined, Record<string, unknown>]];
+  });
+}
+
+describe('responses streams translated from other dialects', () => {
+  it.each(['chat', 'messages', 'gemini'] as const)('%s → responses: every response object echoes the request settings', (from) => {
+    const responses = responsesOf(run(from, 'responses', UPSTREAM_STREAMS[from], { ...CTX, request: SETTINGS_REQUEST }).out);
+    expect(responses.map(([event]) => event)).toEqual(['response.created', 'response.in_progress', 'response.completed']);
+    for (const [, response] of responses) expect(response).toMatchObject(ECHOED_SETTINGS);
+  });
+
+  it.each(['chat', 'messages', 'gemini'] as const)('%s → responses: API defaults for settings the request leaves out, usage details', (from) => {
+    const responses = responsesOf(run(from, 'responses', UPSTREAM_STREAMS[from], { ...CTX, request: { model: 'public-model', input: 'Hi' } }).out);
+    for (const [, response] of responses) expect(response).toMatchObject(DEFAULT_SETTINGS);
+    expect(responses.at(-1)![1].usage).toMatchObject({
+      input_tokens_details: { cached_tokens: 20 },
+      output_tokens_details: { reasoning_tokens: UPSTREAM_USAGE[from].reasoningTokens ?? 0 },
+    });
+  });
+
+  it.each(['chat', 'messages', 'gemini'] as const)('%s → responses: a stream cut off by the output cap ends in an incomplete message', (from) => {
+    const { out } = run(from, 'responses', CAPPED[from]);
+    const item = { id: 'msg_gen_1_0', type: 'message', status: 'incomplete', role: 'assistant', content: [{ type: 'output_text', text: 'Let me check.', annotations: [] }] };
+    expect(out.find((e) => e.event === 'response.output_item.done')?.data).toMatchObject({ item });
+    expect(out.at(-1)).toMatchObject({ event: 'response.incomplete', data: { response: { status: 'incomplete', output: [item] } } });
+  });
+});
+
 describe('stream details', () => {
   it('maps a stop at the output cap into each protocol', () => {
     const events = [UPSTREAM_STREAMS.chat[1]!, { data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'length' }] } }, { data: '[DONE]' }];
@@ -343,6 +404,128 @@ describe('stream details', () => {
       { index: 0, function: { arguments: '{}' } },
       { index: 1, id: 'b', type: 'function', function: { name: 'f', arguments: '' } },
       { index: 1, function: { arguments: '{}' } },
+    ]);
+  });
+});
+
+// Parallel chat tool calls: `index` keys the deltas, and some servers interleave them.
+
+function toolDeltas(...calls: unknown[]): SseEvent {
+  return { data: { id: 'c', choices: [{ index: 0, delta: { tool_calls: calls } }] } };
+}
+
+function opens(index: number, id: string, name: string, args = '') {
+  return { index, id, type: 'function', function: { name, arguments: args } };
+}
+
+function argsDelta(index: number, json: string) {
+  return { index, function: { arguments: json } };
+}
+
+const TOOL_FINISH: SseEvent[] = [{ data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] } }, { data: '[DONE]' }];
+const WEATHER = opens(0, 'call_a', 'get_weather');
+const TIME = opens(1, 'call_b', 'get_time');
+
+const PARALLEL_UPSTREAMS: Record<string, SseEvent[]> = {
+  sequential: [
+    toolDeltas(WEATHER),
+    toolDeltas(argsDelta(0, '{"city":')),
+    toolDeltas(argsDelta(0, '"Paris"}')),
+    toolDeltas(TIME),
+    toolDeltas(argsDelta(1, '{"tz":')),
+    toolDeltas(argsDelta(1, '"CET"}')),
+    ...TOOL_FINISH,
+  ],
+  interleaved: [
+    toolDeltas(WEATHER, TIME),
+    toolDeltas(argsDelta(0, '{"city":')),
+    toolDeltas(argsDelta(1, '{"tz":')),
+    toolDeltas(argsDelta(0, '"Paris"}')),
+    toolDeltas(argsDelta(1, '"CET"}')),
+    ...TOOL_FINISH,
+  ],
+  'interleaved, the later call complete first': [
+    toolDeltas(opens(0, 'call_a', 'get_weather', '{"city":'), opens(1, 'call_b', 'get_time', '{"tz":')),
+    toolDeltas(argsDelta(1, '"CET"}')),
+    toolDeltas(argsDelta(0, '"Paris"}')),
+    ...TOOL_FINISH,
+  ],
+  'interleaved, the first call incomplete until the finish': [
+    toolDeltas(WEATHER, TIME),
+    toolDeltas(argsDelta(1, '{"tz":"CET"}'), argsDelta(0, '{"city"')),
+    toolDeltas(argsDelta(0, ':"Paris"')),
+    { data: { id: 'c', choices: [{ index: 0, delta: { tool_calls: [argsDelta(0, '}')] }, finish_reason: 'tool_calls' }] } },
+    { data: '[DONE]' },
+  ],
+};
+
+/** Whether neutral events keep blocks apart: each block's events lie between its start and stop. */
+function blocksApart(events: StreamEvent[]): boolean {
+  let current: number | undefined;
+  for (const event of events) {
+    if (event.type === 'block_start') {
+      if (current !== undefined) return false;
+      current = event.index;
+    } else if (event.type === 'text_delta' || event.type === 'tool_args_delta' || event.type === 'block_stop') {
+      if (event.index !== current) return false;
+      if (event.type === 'block_stop') current = undefined;
+    }
+  }
+  return current === undefined;
+}
+
+function callStart(index: number, id: string, name: string): StreamEvent {
+  return { type: 'block_start', index, block: { type: 'tool_call', id, name } };
+}
+
+function argsEvent(index: number, text: string): StreamEvent {
+  return { type: 'tool_args_delta', index, json: text };
+}
+
+describe('parallel chat tool calls', () => {
+  const cases = Object.keys(PARALLEL_UPSTREAMS).flatMap((name) => DIALECTS.map((to) => [name, to] as const));
+
+  it.each(cases)('%s, chat → %s: both calls whole, in order, in a well-formed stream', (name, to) => {
+    const upstream = PARALLEL_UPSTREAMS[name]!;
+    const parser = CODECS.chat.createStreamParser(CTX);
+    expect(blocksApart([...upstream.flatMap((e) => parser.push(e)), ...parser.end()])).toBe(true);
+    const { out } = run('chat', to, upstream);
+    expect(shape(to, out).join(' ')).toMatch(ORDER[to]);
+    // Gemini carries no call ids: its parser makes them up.
+    const ids = to === 'gemini' ? ['call_gen_1_0', 'call_gen_1_1'] : ['call_a', 'call_b'];
+    expect(collect(to, out)).toMatchObject({
+      calls: [
+        { id: ids[0], name: 'get_weather', args: '{"city":"Paris"}' },
+        { id: ids[1], name: 'get_time', args: '{"tz":"CET"}' },
+      ],
+      stop: 'tool_use',
+    });
+  });
+
+  it('streams calls sent one after another as they come', () => {
+    const parser = CODECS.chat.createStreamParser(CTX);
+    expect(PARALLEL_UPSTREAMS.sequential!.map((e) => parser.push(e))).toEqual([
+      [{ type: 'start' }, callStart(0, 'call_a', 'get_weather')],
+      [argsEvent(0, '{"city":')],
+      [argsEvent(0, '"Paris"}')],
+      [{ type: 'block_stop', index: 0 }, callStart(1, 'call_b', 'get_time')],
+      [argsEvent(1, '{"tz":')],
+      [argsEvent(1, '"CET"}')],
+      [],
+      [{ type: 'block_stop', index: 1 }, { type: 'finish', stopReason: 'tool_use' }],
+    ]);
+  });
+
+  it('holds an interleaved call back until the call before it is complete', () => {
+    const parser = CODECS.chat.createStreamParser(CTX);
+    expect(PARALLEL_UPSTREAMS.interleaved!.map((e) => parser.push(e))).toEqual([
+      [{ type: 'start' }, callStart(0, 'call_a', 'get_weather')],
+      [argsEvent(0, '{"city":')],
+      [],
+      [argsEvent(0, '"Paris"}'), { type: 'block_stop', index: 0 }, callStart(1, 'call_b', 'get_time'), argsEvent(1, '{"tz":')],
+      [argsEvent(1, '"CET"}')],
+      [],
+      [{ type: 'block_stop', index: 1 }, { type: 'finish', stopReason: 'tool_use' }],
     ]);
   });
 });

@@ -8,11 +8,11 @@ import {
   REQUEST_TOKEN_ALLOWANCE,
   type Dialect,
 } from '../src/index.ts';
-import { PNG, REQUESTS, RESPONSES, UPSTREAM_RESPONSES, USAGE } from './fixtures.ts';
+import { PNG, REQUESTS, RESPONSES, UPSTREAM_RESPONSES, UPSTREAM_USAGE, USAGE } from './fixtures.ts';
 
 describe('extractUsage', () => {
   it.each(['chat', 'messages', 'responses', 'gemini'] as const)('reads %s usage', (dialect) => {
-    expect(extractUsage(dialect, UPSTREAM_RESPONSES[dialect])).toEqual(USAGE);
+    expect(extractUsage(dialect, UPSTREAM_RESPONSES[dialect])).toEqual(UPSTREAM_USAGE[dialect]);
     expect(extractUsage(dialect, RESPONSES[dialect])).toEqual(USAGE);
   });
 
@@ -27,9 +27,16 @@ describe('extractUsage', () => {
     });
   });
 
-  it('bills gemini thinking and tool-prompt tokens', () => {
+  it('bills gemini thinking and tool-prompt tokens, and keeps the thinking count apart', () => {
     const body = { usageMetadata: { promptTokenCount: 10, toolUsePromptTokenCount: 5, candidatesTokenCount: 3, thoughtsTokenCount: 40, totalTokenCount: 58 } };
-    expect(extractUsage('gemini', body)).toEqual({ inputTokens: 15, outputTokens: 43, cacheCreationTokens: 0, cacheReadTokens: 0, totalBillable: 58 });
+    expect(extractUsage('gemini', body)).toEqual({ inputTokens: 15, outputTokens: 43, cacheCreationTokens: 0, cacheReadTokens: 0, totalBillable: 58, reasoningTokens: 40 });
+  });
+
+  it('reads the reasoning tokens of chat and responses usage', () => {
+    const chat = { usage: { prompt_tokens: 10, completion_tokens: 5, completion_tokens_details: { reasoning_tokens: 3 } } };
+    const responses = { usage: { input_tokens: 10, output_tokens: 5, output_tokens_details: { reasoning_tokens: 3 } } };
+    expect(extractUsage('chat', chat)?.reasoningTokens).toBe(3);
+    expect(extractUsage('responses', responses)?.reasoningTokens).toBe(3);
   });
 
   it('never bills less than a larger reported total', () => {

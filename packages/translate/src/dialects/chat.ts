@@ -275,17 +275,41 @@ function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
 // ---------------------------------------------------------------------------------------------
 // Streams
 
+/** A streamed tool call and the argument text received for it so far. */
+interface StreamedCall {
+  id: string;
+  name: string;
+  args: string;
+}
+
+/** Arguments that are a whole JSON object or array: any further text would break them. */
+function complete(args: string): boolean {
+  try {
+    const value: unknown = JSON.parse(args);
+    return typeof value === 'object' && value !== null;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Chunks → neutral events. The finish waits for `[DONE]` (or the stream's end) because the usage
  * chunk comes after the chunk with `finish_reason`.
+ *
+ * Tool-call deltas are keyed by chat `index` and may interleave (parallel calls, some servers).
+ * Neutral blocks may not, so a call that opens while the open call's arguments are incomplete is
+ * held back with its arguments, and emitted whole (then live) once the calls before it are complete,
+ * at the latest at the finish. Calls streamed one after another pass through live.
  */
 function createStreamParser(): StreamParser {
   let started = false;
   let done = false;
   let nextIndex = 0;
-  let open: { index: number; tool?: number } | undefined;
-  /** Call id per chat tool index; a new id at a known index is a new call (servers that omit `index`). */
-  const toolIds = new Map<number, string>();
+  let open: { index: number; call?: StreamedCall } | undefined;
+  /** Current call per chat tool index; a new id at a known index is a new call (servers that omit `index`). */
+  const calls = new Map<number, StreamedCall>();
+  /** Calls waiting for the open call to complete, in the order they opened. */
+  const held: StreamedCall[] = [];
   let finishReason: string | undefined;
   let usage: Usage | undefined;
 
@@ -294,11 +318,29 @@ function createStreamParser(): StreamParser {
     open = undefined;
   }
 
+  function startCall(call: StreamedCall, out: StreamEvent[]): void {
+    closeOpen(out);
+    open = { index: nextIndex++, call };
+    out.push({ type: 'block_start', index: open.index, block: { type: 'tool_call', id: call.id, name: call.name } });
+    if (call.args !== '') out.push({ type: 'tool_args_delta', index: open.index, json: call.args });
+  }
+
+  /** Emits the held calls whose predecessors are complete. */
+  function release(out: StreamEvent[]): void {
+    while (held.length > 0 && (open?.call === undefined || complete(open.call.args))) startCall(held.shift()!, out);
+  }
+
+  /** Emits all held calls, once none of them can change. */
+  function releaseAll(out: StreamEvent[]): void {
+    for (const call of held.splice(0)) startCall(call, out);
+  }
+
   function finish(): StreamEvent[] {
     const out: StreamEvent[] = [];
+    releaseAll(out);
     closeOpen(out);
     done = true;
-    const stopReason = readStopReason('chat', finishReason, toolIds.size > 0);
+    const stopReason = readStopReason('chat', finishReason, calls.size > 0);
     out.push(usage === undefined ? { type: 'finish', stopReason } : { type: 'finish', stopReason, usage });
     return out;
   }
@@ -324,7 +366,9 @@ function createStreamParser(): StreamParser {
         const delta = rec(choice.delta);
         const text = (str(delta.content) ?? '') + (str(delta.refusal) ?? '');
         if (text !== '') {
-          if (open === undefined || open.tool !== undefined) {
+          // Text after the calls: they are done.
+          releaseAll(out);
+          if (open === undefined || open.call !== undefined) {
             closeOpen(out);
             open = { index: nextIndex++ };
             out.push({ type: 'block_start', index: open.index, block: { type: 'text' } });
@@ -336,17 +380,17 @@ function createStreamParser(): StreamParser {
           const tool = num(call.index) ?? 0;
           const fn = rec(call.function);
           const id = str(call.id);
-          const known = toolIds.get(tool);
-          if (known === undefined || (id !== undefined && id !== known)) {
-            closeOpen(out);
-            open = { index: nextIndex++, tool };
-            const block = { type: 'tool_call' as const, id: id ?? `call_${tool}`, name: str(fn.name) ?? '' };
-            toolIds.set(tool, block.id);
-            out.push({ type: 'block_start', index: open.index, block });
+          let current = calls.get(tool);
+          if (current === undefined || (id !== undefined && id !== current.id)) {
+            current = { id: id ?? `call_${tool}`, name: str(fn.name) ?? '', args: '' };
+            calls.set(tool, current);
+            if (held.length > 0 || (open?.call !== undefined && !complete(open.call.args))) held.push(current);
+            else startCall(current, out);
           }
           const args = str(fn.arguments) ?? '';
-          // Servers stream parallel calls one after another; a delta for a finished call cannot be placed.
-          if (args !== '' && open?.tool === tool) out.push({ type: 'tool_args_delta', index: open.index, json: args });
+          current.args += args;
+          if (args !== '' && open?.call === current) out.push({ type: 'tool_args_delta', index: open.index, json: args });
+          release(out);
         }
         finishReason = str(choice.finish_reason) ?? finishReason;
       }

@@ -235,7 +235,7 @@ function itemId(ctx: ResponseContext, kind: 'msg' | 'fc', outputIndex: number): 
 const outputText = (text: string): Json => ({ type: 'output_text', text, annotations: [] });
 
 function messageItem(id: string, text: string, status: string): Json {
-  return { id, type: 'message', status, role: 'assistant', content: status === 'completed' ? [outputText(text)] : [] };
+  return { id, type: 'message', status, role: 'assistant', content: status === 'in_progress' ? [] : [outputText(text)] };
 }
 
 function callItem(id: string, call: { id: string; name: string }, args: string, status: string): Json {
@@ -245,6 +245,23 @@ function callItem(id: string, call: { id: string; name: string }, args: string, 
 function completion(stopReason: StopReason): { status: string; incomplete_details: Json | null } {
   const reason = STOP_TO_WIRE[stopReason].responses;
   return reason === 'completed' ? { status: 'completed', incomplete_details: null } : { status: 'incomplete', incomplete_details: { reason } };
+}
+
+/**
+ * The request settings a response echoes (the SDK's `Response` requires most of them), as the
+ * client sent them, else the API's defaults.
+ */
+function requestSettings(request: Json = {}): Json {
+  return {
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    metadata: request.metadata ?? {},
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    temperature: request.temperature ?? 1,
+    tool_choice: request.tool_choice ?? 'auto',
+    tools: request.tools ?? [],
+    top_p: request.top_p ?? 1,
+  };
 }
 
 function responseObject(ctx: ResponseContext, fields: Json): Json {
@@ -258,21 +275,20 @@ function responseObject(ctx: ResponseContext, fields: Json): Json {
     model: ctx.model,
     output: [],
     usage: null,
+    ...requestSettings(ctx.request),
     ...fields,
   };
 }
 
 function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
-  const output: Json[] = [];
-  for (const part of res.parts) {
-    const id = itemId(ctx, part.type === 'text' ? 'msg' : 'fc', output.length);
-    output.push(part.type === 'text' ? messageItem(id, part.text, 'completed') : callItem(id, part, part.arguments, 'completed'));
-  }
-  return responseObject(ctx, {
-    ...completion(res.stopReason),
-    output,
-    usage: res.usage === undefined ? null : writeResponsesUsage(res.usage),
+  const done = completion(res.stopReason);
+  const output = res.parts.map((part, i) => {
+    const id = itemId(ctx, part.type === 'text' ? 'msg' : 'fc', i);
+    // The last item is where the response stopped: it is incomplete when the response is.
+    const status = i === res.parts.length - 1 ? done.status : 'completed';
+    return part.type === 'text' ? messageItem(id, part.text, status) : callItem(id, part, part.arguments, status);
   });
+  return responseObject(ctx, { ...done, output, usage: res.usage === undefined ? null : writeResponsesUsage(res.usage) });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -408,7 +424,7 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
     return event;
   };
 
-  function stop(out: OutputEvent[]): void {
+  function stop(out: OutputEvent[], status: string): void {
     if (current === undefined) return;
     const { id, outputIndex, call, text } = current;
     const at = { item_id: id, output_index: outputIndex };
@@ -420,7 +436,7 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
     } else {
       out.push(ev('response.function_call_arguments.done', { ...at, arguments: text }));
     }
-    const item = call === undefined ? messageItem(id, text, 'completed') : callItem(id, call, text, 'completed');
+    const item = call === undefined ? messageItem(id, text, status) : callItem(id, call, text, status);
     output.push(item);
     out.push(ev('response.output_item.done', { output_index: outputIndex, item }));
     current = undefined;
@@ -436,7 +452,7 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
       }
       switch (event.type) {
         case 'block_start': {
-          stop(out);
+          stop(out, 'completed');
           const outputIndex = output.length;
           if (event.block.type === 'text') {
             const id = itemId(ctx, 'msg', outputIndex);
@@ -466,13 +482,11 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
           );
           break;
         }
-        case 'block_stop':
-          if (current?.index === event.index) stop(out);
-          break;
         case 'finish': {
-          stop(out);
-          closed = true;
           const { status: state, incomplete_details } = completion(event.stopReason);
+          // The last item is where the stream stopped: it is incomplete when the response is.
+          stop(out, state);
+          closed = true;
           const response = responseObject(ctx, {
             status: state,
             incomplete_details,
@@ -487,6 +501,9 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
           out.push(...errorEvents(event, ctx, sequence));
           sequence += 2;
           break;
+        // An item stays open until the next block or the finish: only the finish tells whether
+        // the output cap cut it off.
+        case 'block_stop':
         case 'start':
           break;
       }

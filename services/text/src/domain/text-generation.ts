@@ -29,7 +29,8 @@ function prepare(req: { requestId: string; dialect: textV1.Dialect; publicModel:
     throw new GatewayError('invalid_request', 'The request body is not valid JSON.');
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  return { client, body: body as Json, ctx: { model: req.publicModel, id: responseId(client, req.requestId), created: Math.floor(now / 1000) } };
+  const ctx = { model: req.publicModel, id: responseId(client, req.requestId), created: Math.floor(now / 1000), request: body as Json };
+  return { client, body: body as Json, ctx };
 }
 
 function adapterFor(deps: TextDeps, route: catalogV1.Route): ProviderAdapter {
