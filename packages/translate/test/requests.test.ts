@@ -35,6 +35,11 @@ function chatBody(extra: Record<string, unknown>): Record<string, unknown> {
   return { model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra };
 }
 
+/** A chat function tool without parameters. */
+function chatFunction(name: string): Record<string, unknown> {
+  return { type: 'function', function: { name, parameters: { type: 'object', properties: {} } } };
+}
+
 /** The parts of the model turn of `REQUESTS.chat` sent to gemini model `model`. */
 function geminiModelTurn(model: string): unknown[] {
   const contents = translateRequest('chat', 'gemini', REQUESTS.chat, { ...OPTS, upstreamModel: model }).contents as Array<{ parts: unknown[] }>;
@@ -196,6 +201,34 @@ describe('translateRequest details', () => {
       expect(translateRequest(from, to, body, OPTS)[choiceField[to]]).toEqual(wire[to]);
     },
   );
+
+  describe('allowed_tools: only the allowed tools are sent, with the mode', () => {
+    const chat = chatBody({ tools: [chatFunction('get_weather'), chatFunction('get_time')], tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'get_time' } }] } } });
+    const responses = {
+      model: 'm',
+      input: 'hi',
+      tools: ['get_weather', 'get_time'].map((name) => ({ type: 'function', name, parameters: { type: 'object', properties: {} } })),
+      tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_time' }] },
+    };
+
+    it.each([
+      ['chat', chat, 'messages', { type: 'any' }],
+      ['chat', chat, 'gemini', { functionCallingConfig: { mode: 'ANY' } }],
+      ['chat', chat, 'responses', 'required'],
+      ['responses', responses, 'messages', { type: 'auto' }],
+      ['responses', responses, 'chat', 'auto'],
+    ] as const)('%s → %s', (from, body, to, choice) => {
+      const out = translateRequest(from, to, body, OPTS);
+      const names = to === 'gemini' ? (out.tools as Array<{ functionDeclarations: Array<{ name: string }> }>)[0]!.functionDeclarations.map((d) => d.name) : (out.tools as Array<Record<string, unknown>>).map((t) => (t.name ?? (t.function as { name: string }).name) as string);
+      expect(names).toEqual(['get_time']);
+      expect(out[choiceField[to]]).toEqual(choice);
+    });
+
+    it('refuses a mode it cannot say, or a subset naming none of the tools', () => {
+      expect(() => translateRequest('responses', 'messages', { ...responses, tool_choice: { ...responses.tool_choice, mode: 'sometimes' } }, OPTS)).toThrow(/mode "sometimes"/);
+      expect(() => translateRequest('responses', 'messages', { ...responses, tool_choice: { ...responses.tool_choice, tools: [{ type: 'function', name: 'nope' }] } }, OPTS)).toThrow(/none of the request's tools/);
+    });
+  });
 
   it('drops tool choice when there are no tools (servers reject it)', () => {
     const body = chatBody({ tool_choice: 'required' });

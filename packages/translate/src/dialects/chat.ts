@@ -25,7 +25,7 @@ import type {
 import { arr, bool, compact, isRecord, num, rec, str, strList, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readChatUsage, writeChatUsage } from '../usage.ts';
-import { joinText, pushMessage, pushToolResult, refuseServerFeatures, resultsFirst, textPart } from './common.ts';
+import { joinText, pushMessage, pushToolResult, refuseServerFeatures, restrictToAllowed, resultsFirst, textPart } from './common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -121,11 +121,16 @@ function parseRequest(body: Json): IrRequest {
       strict: bool(fn.strict),
     };
   });
+  const choice = rec(body.tool_choice);
+  const allowed = rec(choice.allowed_tools);
+  const selection =
+    choice.type === 'allowed_tools'
+      ? restrictToAllowed(tools, allowed.mode, arr(allowed.tools).map((t) => str(rec(rec(t).function).name)))
+      : { tools, toolChoice: readToolChoice(body.tool_choice) };
   return {
     system: system.filter((s) => s !== ''),
     messages,
-    tools,
-    toolChoice: readToolChoice(body.tool_choice),
+    ...selection,
     parallelToolCalls: bool(body.parallel_tool_calls),
     maxOutputTokens: num(body.max_completion_tokens) ?? num(body.max_tokens),
     temperature: num(body.temperature),

@@ -1,6 +1,6 @@
 /** Helpers the dialect codecs share for building and reading the neutral message list. */
 import { TranslateError } from '../errors.ts';
-import type { Message, Part, ResponseContext, TextPart, ToolCallPart, ToolResultPart } from '../ir.ts';
+import type { Message, Part, ResponseContext, TextPart, ToolCallPart, ToolChoice, ToolResultPart } from '../ir.ts';
 
 /**
  * Refuses request fields that ask for a feature of the provider's own servers (hosted tools,
@@ -13,6 +13,18 @@ export function refuseServerFeatures(body: Record<string, unknown>, fields: read
       throw new TranslateError(`${field} asks for a feature of the provider's own servers and cannot be sent to this model`);
     }
   }
+}
+
+/**
+ * OpenAI's `allowed_tools` choice (mode `auto` or `required` over a subset of the tools) as every
+ * dialect can say it: only the allowed tools are sent, with that mode.
+ */
+export function restrictToAllowed<T extends { name: string }>(tools: T[], mode: unknown, names: Array<string | undefined>): { tools: T[]; toolChoice: ToolChoice } {
+  if (mode !== 'auto' && mode !== 'required') throw new TranslateError(`tool_choice mode "${String(mode)}" cannot be sent to this model`);
+  const allowed = new Set(names);
+  const kept = tools.filter((tool) => allowed.has(tool.name));
+  if (kept.length === 0) throw new TranslateError("tool_choice allows none of the request's tools");
+  return { tools: kept, toolChoice: { type: mode } };
 }
 
 export function pushMessage(messages: Message[], role: Message['role'], parts: Part[]): void {

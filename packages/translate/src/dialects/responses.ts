@@ -24,7 +24,7 @@ import type {
 import { arr, bool, compact, isRecord, num, rec, str, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readResponsesUsage, writeResponsesUsage } from '../usage.ts';
-import { joinText, pushMessage, pushToolCall, pushToolResult, resultsFirst, textPart } from './common.ts';
+import { joinText, pushMessage, pushToolCall, pushToolResult, restrictToAllowed, resultsFirst, textPart } from './common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -110,11 +110,15 @@ function parseRequest(body: Json): IrRequest {
       strict: bool(tool.strict),
     };
   });
+  const choice = rec(body.tool_choice);
+  const selection =
+    choice.type === 'allowed_tools'
+      ? restrictToAllowed(tools, choice.mode, arr(choice.tools).map((t) => str(rec(t).name)))
+      : { tools, toolChoice: readToolChoice(body.tool_choice) };
   return {
     system,
     messages,
-    tools,
-    toolChoice: readToolChoice(body.tool_choice),
+    ...selection,
     parallelToolCalls: bool(body.parallel_tool_calls),
     maxOutputTokens: num(body.max_output_tokens),
     temperature: num(body.temperature),
