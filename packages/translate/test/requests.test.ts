@@ -361,6 +361,22 @@ describe('translateRequest details', () => {
     ]);
   });
 
+  it('keeps a tool result of several text parts apart: parts for chat, lines for gemini', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 50,
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'call_a', name: 'get_weather', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_a', content: [{ type: 'text', text: 'sunny' }, { type: 'text', text: '20C' }] }] },
+      ],
+    };
+    const chat = translateRequest('messages', 'chat', body, OPTS).messages as Array<Record<string, unknown>>;
+    expect(chat.find((m) => m.role === 'tool')!.content).toEqual([{ type: 'text', text: 'sunny' }, { type: 'text', text: '20C' }]);
+    const gemini = JSON.stringify(translateRequest('messages', 'gemini', body, OPTS).contents);
+    expect(gemini).toContain(JSON.stringify({ output: 'sunny\n20C' }));
+  });
+
   it('carries images inside tool results where the target can, else right after them', () => {
     const body = {
       ...REQUESTS.messages,

@@ -164,7 +164,9 @@ function writeContent(parts: Array<TextPart | ImagePart>): unknown {
 function writeToolResults(results: ToolResultPart[], out: Json[]): void {
   const images: ImagePart[] = [];
   for (const result of results) {
-    out.push({ role: 'tool', tool_call_id: result.callId, content: joinText(result.content) });
+    // Several text parts stay parts (a tool message takes an array of them), not one run-together string.
+    const texts = result.content.flatMap((p) => (p.type === 'text' ? [{ type: 'text', text: p.text }] : []));
+    out.push({ role: 'tool', tool_call_id: result.callId, content: texts.length > 1 ? texts : joinText(result.content) });
     for (const part of result.content) if (part.type === 'image') images.push(part);
   }
   if (images.length > 0) out.push({ role: 'user', content: images.map(writeContentPart) });

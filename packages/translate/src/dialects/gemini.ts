@@ -28,7 +28,7 @@ import type {
 import { arr, compact, isRecord, num, parseArgs, rec, str, strList, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readGeminiUsage, writeGeminiUsage } from '../usage.ts';
-import { joinText, pushMessage, synthesizedCallId, textPart } from './common.ts';
+import { pushMessage, synthesizedCallId, textPart } from './common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -56,7 +56,8 @@ function readFunctionResponse(response: unknown): { text: string; isError: boole
 }
 
 function writeFunctionResponse(result: ToolResultPart): Json {
-  const text = joinText(result.content);
+  // Several text parts, one per line: not run together.
+  const text = result.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n');
   return result.isError === true ? { error: text } : { output: text };
 }
 
