@@ -91,7 +91,8 @@ export function translateResponse(from: Dialect, to: Dialect, body: Json, ctx: R
  */
 export function streamFailureEvents(dialect: Dialect, failure: StreamFailure, first?: unknown, last?: unknown): OutputEvent[] {
   const created = rec(rec(first).response);
-  const ctx: ResponseContext = { id: str(created.id) ?? '', model: str(created.model) ?? '', created: num(created.created_at) ?? 0 };
+  // A created response echoes the request's settings under the request's own field names.
+  const ctx: ResponseContext = { id: str(created.id) ?? '', model: str(created.model) ?? '', created: num(created.created_at) ?? 0, request: created };
   const sequence = num(rec(last).sequence_number);
   return CODECS[dialect].errorEvents(failure, ctx, sequence === undefined ? 0 : sequence + 1);
 }

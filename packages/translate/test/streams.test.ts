@@ -276,7 +276,8 @@ describe('stream failures', () => {
 
   it('streamFailureEvents continues forwarded responses events as the translator itself would', () => {
     const failure = { message: 'the stream broke', code: 'upstream_error' };
-    const translator = createStreamTranslator('chat', 'responses', CTX);
+    // The request's settings, echoed in the failed response as in every other.
+    const translator = createStreamTranslator('chat', 'responses', { ...CTX, request: { temperature: 0.2, instructions: 'Be brief.', metadata: { team: 'a' } } });
     const sent = UPSTREAM_STREAMS.chat.slice(0, 3).flatMap((e) => translator.push(e));
     const events = streamFailureEvents('responses', failure, sent[0]!.data, sent.at(-1)!.data);
     expect(events.map((e) => [e.event, (e.data as { sequence_number: number }).sequence_number])).toEqual([
