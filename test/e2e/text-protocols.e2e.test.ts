@@ -257,6 +257,13 @@ describe('text protocols through the whole system, with the official SDKs', () =
       tools: [{ type: 'function', function: WEATHER_TOOL }],
     });
     expect(second.choices[0]!.message.content).toMatch(/\S/);
+    // Streamed from another provider, a tool-call answer reads as the complete one: no text, content null.
+    for (const model of ['claude-sim-sonnet', 'gemini-sim-flash']) {
+      const streamed = await openai.chat.completions
+        .stream({ model, messages: [{ role: 'user', content: 'What is the weather in Hanoi?' }], tools: [{ type: 'function', function: WEATHER_TOOL }] })
+        .finalChatCompletion();
+      expect(streamed.choices[0]!.message).toMatchObject({ content: null, tool_calls: [{ function: { name: 'get_weather' } }] });
+    }
 
     const anthropic = anthropicClient(system, account.apiKey);
     const tools = [{ name: WEATHER_TOOL.name, description: WEATHER_TOOL.description, input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];

@@ -369,8 +369,8 @@ describe('stream details', () => {
     ];
     const { out } = run('responses', 'chat', events);
     expect(out.map((e) => (e.data as { choices?: Array<{ delta: unknown; finish_reason: unknown }> }).choices?.[0])).toEqual([
-      { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
-      { index: 0, delta: { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '' } }] }, logprobs: null, finish_reason: null },
+      // An answer opening with a tool call has `content` null, as OpenAI streams it.
+      { index: 0, delta: { role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '' } }] }, logprobs: null, finish_reason: null },
       { index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] }, logprobs: null, finish_reason: null },
       { index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' },
       undefined,

@@ -445,13 +445,23 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
     return [chunk({}, STOP_TO_WIRE[stopReason].chat), { data: usageChunk, carriesUsage: true }, { data: '[DONE]' }];
   }
 
+  /**
+   * The role, in the first chunk only: with `content` null when the answer opens with a tool call,
+   * as OpenAI streams it (and as the complete answer has it), else an empty string.
+   */
+  function opening(toolCall: boolean): Json {
+    if (started) return {};
+    started = true;
+    return { role: 'assistant', content: toolCall ? null : '' };
+  }
+
   return {
     push(event: StreamEvent): OutputEvent[] {
       if (closed) return [];
       const out: OutputEvent[] = [];
-      if (!started && event.type !== 'error') {
-        started = true;
-        out.push(chunk({ role: 'assistant', content: '' }));
+      const opensWithToolCall = event.type === 'block_start' && event.block.type === 'tool_call';
+      if (!started && !opensWithToolCall && (event.type === 'block_start' || event.type === 'text_delta' || event.type === 'finish')) {
+        out.push(chunk(opening(false)));
       }
       switch (event.type) {
         case 'block_start':
@@ -459,7 +469,7 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
             const index = toolIndex.size;
             toolIndex.set(event.index, index);
             const call = { index, id: event.block.id, type: 'function', function: { name: event.block.name, arguments: '' } };
-            out.push(chunk({ tool_calls: [call] }));
+            out.push(chunk({ ...opening(true), tool_calls: [call] }));
           }
           break;
         case 'text_delta':
