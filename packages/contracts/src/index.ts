@@ -12,4 +12,4 @@ export * as mediaV1 from './gen/gateway/media/v1/media_pb.js';
 export * as videoV1 from './gen/gateway/video/v1/video_pb.js';
 export { ExchangeClient, isExchangeUnsupported, serveExchange, toExchangeFailure, fromExchangeFailure, type ExchangeFailure, type ServeExchangeOptions } from './grpc/exchange.ts';
 export { createMoneyExchange, type MoneyCalls } from './billing-exchange.ts';
-export { createGenerateExchange, type GenerateCalls } from './text-exchange.ts';
+export { createGenerateExchange, NO_CALL_IN_MESSAGE, type GenerateCalls } from './text-exchange.ts';

@@ -1,4 +1,5 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
+import { GatewayError } from '@gw/errors';
 import * as textV1 from './gen/gateway/text/v1/text_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
 import { ExchangeClient, fromExchangeFailure, isExchangeUnsupported } from './grpc/exchange.ts';
@@ -11,6 +12,12 @@ export interface GenerateCalls {
 }
 
 const SERVICE = textV1.TextService.typeName;
+
+/**
+ * How the text service refuses an exchange message that carries no call it knows. A text service
+ * from before streams travelled on the exchange answers a GenerateStream message so: nothing ran.
+ */
+export const NO_CALL_IN_MESSAGE = 'An exchange message must carry a request.';
 
 /** A stream's last response: its end item, or an error. */
 const isLast = (res: textV1.ExchangeResponse) => res.result.case !== 'item' || res.result.value.item.case === 'end';
@@ -37,6 +44,8 @@ export function createGenerateExchange(address: string, opts: ClientOptions = {}
     service: SERVICE,
     resend: false,
     defaultTimeoutMs: opts.defaultTimeoutMs,
+    // A caller that stops waiting stops the provider call too, as cancelling the rpc did.
+    cancel: (id) => ({ id, cancel: true }),
   });
   return {
     generate: (req, callOpts) =>
@@ -46,8 +55,10 @@ export function createGenerateExchange(address: string, opts: ClientOptions = {}
       try {
         yield* itemsOf(responses, `/${SERVICE}/GenerateStream`);
       } catch (err) {
-        // Refused before anything was taken (so before any item): the rpc instead.
-        if (!isExchangeUnsupported(err)) throw err;
+        // Refused before anything ran (so before any item) by a text service without the
+        // exchange, or from before streams on it: the rpc instead.
+        const olderServer = isExchangeUnsupported(err) || (err instanceof GatewayError && err.code === 'invalid_request' && err.message === NO_CALL_IN_MESSAGE);
+        if (!olderServer) throw err;
         yield* client.generateStream(req, callOpts);
       }
     },

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type MethodsOf,
   type ServiceImpl,
@@ -14,6 +14,7 @@ import {
   createGenerateExchange,
   createMoneyExchange,
   isExchangeUnsupported,
+  NO_CALL_IN_MESSAGE,
   serveExchange,
   shutdownServer,
   textV1,
@@ -274,17 +275,24 @@ type TextImpl = ServiceImpl<MethodsOf<typeof textV1.TextService>>;
 async function startTextFake(opts: { port?: number; itemDelayMs?: number } = {}) {
   const server = new grpc.Server();
   const ran: string[] = [];
+  /** Streams whose work was stopped by their caller's cancellation. */
+  const stopped: string[] = [];
   const exchange: TextImpl['exchange'] = (call, ctx) =>
     serveExchange(call, ctx, {
       service: textV1.TextService.typeName,
       methodOf: () => 'GenerateStream',
-      handle: (req) => {
+      isCancel: (req) => req.cancel,
+      handle: (req, signal) => {
         const s = req.generateStream!;
         if (s.publicModel === 'cooling') throw new GatewayError('model_temporarily_unavailable', 'Every route is cooling down.', { retry_after_seconds: 7 });
         ran.push(s.requestId);
         return (async function* () {
           for (let i = 0; i < 3; i++) {
             await new Promise((r) => setTimeout(r, opts.itemDelayMs ?? 0));
+            if (signal.aborted) {
+              stopped.push(s.requestId);
+              return;
+            }
             yield { case: 'item' as const, value: create(textV1.GenerateStreamResponseSchema, { item: { case: 'frame', value: { data: Buffer.from(`${s.requestId}:${i}`) } } }) };
           }
           yield { case: 'item' as const, value: create(textV1.GenerateStreamResponseSchema, { item: { case: 'end', value: { provider: 'fake' } } }) };
@@ -295,7 +303,7 @@ async function startTextFake(opts: { port?: number; itemDelayMs?: number } = {})
   addService(server, textV1.TextService, { ...others, exchange } as unknown as TextImpl, { onUnexpectedError: () => undefined });
   const port = await bindServer(server, '127.0.0.1', opts.port ?? 0);
   servers.push(server);
-  return { address: `127.0.0.1:${port}`, port, server, ran };
+  return { address: `127.0.0.1:${port}`, port, server, ran, stopped };
 }
 
 /** A stream's items as `frame data` strings and `end`, or the error that ended it. */
@@ -362,10 +370,54 @@ describe('text exchange: streamed answers', () => {
     text.close();
   });
 
-  it('bounds the whole stream by its deadline', async () => {
+  it('bounds the whole stream by its deadline, and the server stops the stream too', async () => {
     const fake = await startTextFake({ itemDelayMs: 200 });
     const text = createGenerateExchange(fake.address);
     expect(await itemsOf(text.generateStream({ requestId: 'd1', publicModel: 'm' }, { timeoutMs: 300 }))).toEqual(['d1:0', `error ${grpc.status.DEADLINE_EXCEEDED}`]);
+    await vi.waitFor(() => expect(fake.stopped).toEqual(['d1']), { timeout: 2_000 });
+    text.close();
+  });
+
+  it("a caller that stops reading stops the server's work, and the exchange goes on", async () => {
+    const fake = await startTextFake({ itemDelayMs: 150 });
+    const text = createGenerateExchange(fake.address);
+    for await (const { item } of text.generateStream({ requestId: 'e1', publicModel: 'm' })) {
+      expect(item.case).toBe('frame');
+      break;
+    }
+    await vi.waitFor(() => expect(fake.stopped).toEqual(['e1']), { timeout: 2_000 });
+    expect(await itemsOf(text.generateStream({ requestId: 'e2', publicModel: 'm' }))).toEqual(streamed('e2'));
+    text.close();
+  });
+});
+
+describe('a text service from before streams on the exchange', () => {
+  it('refuses the GenerateStream message as a message with no call; it is made once as the rpc instead', async () => {
+    const server = new grpc.Server();
+    const viaRpc: string[] = [];
+    const old: Partial<TextImpl> = {
+      // That version's exchange knew Generate only, and refused any other message.
+      exchange: (call, ctx) =>
+        serveExchange(call, ctx, {
+          service: textV1.TextService.typeName,
+          methodOf: () => 'Generate',
+          handle: async () => {
+            throw new GatewayError('invalid_request', NO_CALL_IN_MESSAGE);
+          },
+        }),
+      generateStream: async function* (req) {
+        viaRpc.push(req.requestId);
+        yield create(textV1.GenerateStreamResponseSchema, { item: { case: 'frame', value: { data: Buffer.from('old:0') } } });
+        yield create(textV1.GenerateStreamResponseSchema, { item: { case: 'end', value: { provider: 'old' } } });
+      },
+    };
+    const others = Object.fromEntries(textV1.TextService.methods.map((m) => [m.localName, async () => Promise.reject(new Error('not in this test'))]));
+    addService(server, textV1.TextService, { ...others, ...old } as unknown as TextImpl, { onUnexpectedError: () => undefined });
+    const port = await bindServer(server, '127.0.0.1', 0);
+    servers.push(server);
+    const text = createGenerateExchange(`127.0.0.1:${port}`);
+    expect(await itemsOf(text.generateStream({ requestId: 'r1', publicModel: 'm' }))).toEqual(['old:0', 'end']);
+    expect(viaRpc).toEqual(['r1']);
     text.close();
   });
 });

@@ -20,7 +20,8 @@ const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
 const money = createMoneyExchange(config.BILLING_ADDR);
 const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
 const text = createClient(textV1.TextService, config.TEXT_ADDR);
-const generate = createGenerateExchange(config.TEXT_ADDR);
+// Every text answer shares one stream: a message past grpc-js's 4 MiB default would break it for all.
+const generate = createGenerateExchange(config.TEXT_ADDR, { maxReceiveBytes: 64 * 1024 * 1024 });
 // Up to four images of up to 8 MB each come back in one answer.
 const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR, { maxReceiveBytes: 64 * 1024 * 1024 });
 const videoJobs = createClient(videoV1.VideoJobsService, config.VIDEO_JOBS_ADDR);

@@ -107,6 +107,11 @@ export interface ExchangeClientOptions {
   resend: boolean;
   /** How long after meeting a server without the exchange its calls go unary before the exchange is tried again. */
   unsupportedRetryMs?: number;
+  /**
+   * The message that cancels call `id`, where the exchange has one: sent when the caller stops
+   * waiting (deadline, abort, a stream it stops reading), so the server stops its work too.
+   */
+  cancel?: (id: bigint) => object;
 }
 
 /**
@@ -119,6 +124,7 @@ export class ExchangeClient<O extends Response> {
   readonly #defaultTimeoutMs: number;
   readonly #resend: boolean;
   readonly #unsupportedRetryMs: number;
+  readonly #cancel: ((id: bigint) => object) | undefined;
   readonly #pending = new Map<bigint, Pending<O>>();
   /** The stream new calls go to; a stream whose server announced its shutdown is no longer it. */
   #current: Duplex<O> | undefined;
@@ -135,6 +141,7 @@ export class ExchangeClient<O extends Response> {
     this.#defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
     this.#resend = opts.resend;
     this.#unsupportedRetryMs = opts.unsupportedRetryMs ?? 30_000;
+    this.#cancel = opts.cancel;
   }
 
   /** Sends one call (`build` makes its message from the id and trace context) and resolves with its response. */
@@ -188,7 +195,7 @@ export class ExchangeClient<O extends Response> {
     spanned.catch(() => undefined);
     const onAbort = () => {
       const p = this.#pending.get(id);
-      if (p) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}/${method}: CANCELLED by the caller`));
+      if (p) this.#abandon(id, p, new RpcError(status.CANCELLED, `/${this.#service}/${method}: CANCELLED by the caller`));
     };
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
@@ -200,9 +207,9 @@ export class ExchangeClient<O extends Response> {
       }
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
-      // Stopped early: later responses of the call are dropped.
+      // Stopped early: the server is told, and responses still on their way are dropped.
       const p = this.#pending.get(id);
-      if (p) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}/${method}: CANCELLED the caller stopped reading`));
+      if (p) this.#abandon(id, p, new RpcError(status.CANCELLED, `/${this.#service}/${method}: CANCELLED the caller stopped reading`));
     }
   }
 
@@ -210,10 +217,11 @@ export class ExchangeClient<O extends Response> {
   #send(method: string, build: (envelope: Envelope) => object, ctx: Context, timeoutMs: number | undefined, take: (res: O) => boolean, fail: (err: unknown) => void): bigint {
     const id = this.#nextId++;
     const message = build({ id, traceparent: traceparentOf(ctx) });
+    const deadline = timeoutMs ?? this.#defaultTimeoutMs;
     const timer = setTimeout(() => {
       const p = this.#pending.get(id);
-      if (p) this.#settle(id, p, new RpcError(status.DEADLINE_EXCEEDED, `/${this.#service}/${method}: DEADLINE_EXCEEDED no answer in time`));
-    }, timeoutMs ?? this.#defaultTimeoutMs);
+      if (p) this.#abandon(id, p, new RpcError(status.DEADLINE_EXCEEDED, `/${this.#service}/${method}: DEADLINE_EXCEEDED the call passed its ${deadline} ms deadline`));
+    }, deadline);
     const stream = this.#stream();
     this.#pending.set(id, { message, take, fail, timer, stream });
     stream.write(message);
@@ -247,6 +255,12 @@ export class ExchangeClient<O extends Response> {
 
   #unsupported(method: string): RpcError {
     return new RpcError(status.UNIMPLEMENTED, `/${this.#service}/${method}: UNIMPLEMENTED the server has no exchange`);
+  }
+
+  /** Fails a call the caller no longer waits for, and tells the server to stop it where it can. */
+  #abandon(id: bigint, p: Pending<O>, err: Error): void {
+    this.#settle(id, p, err);
+    if (this.#cancel && !p.stream.writableEnded && !p.stream.destroyed) p.stream.write(this.#cancel(id));
   }
 
   /** Gives the call a response, or fails it; a call given its last response, or failed, is over. */
@@ -343,6 +357,8 @@ export interface ServeExchangeOptions<I, O extends ResponseInit> {
    * caller went away.
    */
   handle: (req: I, signal: AbortSignal) => Promise<O['result']> | AsyncIterable<O['result']>;
+  /** Whether a message cancels the call with its id (the caller stopped waiting): its handler's signal aborts. */
+  isCancel?: (req: I) => boolean;
 }
 
 const isAsyncIterable = (value: object): value is AsyncIterable<unknown> => Symbol.asyncIterator in value;
@@ -381,15 +397,23 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
       if (!call.cancelled) call.write(fail(0n, NOT_TAKEN));
       check();
     };
+    /** Calls in progress by id, to abort one its caller cancels. */
+    const running = new Map<bigint, AbortController>();
     call.on('data', (req: I) => {
+      if (opts.isCancel?.(req)) {
+        running.get(req.id)?.abort();
+        return;
+      }
       if (!taking) {
         if (!call.cancelled) call.write(fail(req.id, NOT_TAKEN));
         return;
       }
       inFlight++;
       const method = opts.methodOf(req);
+      const cancelled = new AbortController();
+      running.set(req.id, cancelled);
       withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), async () => {
-        const out = opts.handle(req, ctx.signal);
+        const out = opts.handle(req, opts.isCancel ? AbortSignal.any([ctx.signal, cancelled.signal]) : ctx.signal);
         if (!isAsyncIterable(out)) return respond(req.id, await out);
         for await (const result of out) if (!call.cancelled) call.write(respond(req.id, result));
         return undefined; // every item is written
@@ -402,7 +426,9 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
           },
         )
         .then((res) => {
-          if (res && !call.cancelled) call.write(res);
+          running.delete(req.id);
+          // A cancelled call's answer has no one waiting for it.
+          if (res && !call.cancelled && !cancelled.signal.aborted) call.write(res);
           inFlight--;
           check();
         });

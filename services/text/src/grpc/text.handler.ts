@@ -1,4 +1,4 @@
-import { serveExchange, textV1, type MethodsOf, type ServiceImpl } from '@gw/contracts';
+import { NO_CALL_IN_MESSAGE, serveExchange, textV1, type MethodsOf, type ServiceImpl } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { BytesBudget } from '@gw/service-kit';
 import { countTokens, generate, generateStream, type TextDeps } from '../domain/text-generation.ts';
@@ -49,10 +49,11 @@ export function textHandler(deps: TextDeps, budget: BytesBudget): ServiceImpl<Me
       serveExchange(call, ctx, {
         service: textV1.TextService.typeName,
         methodOf: (req) => (req.generateStream ? 'GenerateStream' : 'Generate'),
+        isCancel: (req) => req.cancel,
         handle: (req, signal) => {
           const { generate: request, generateStream: streamRequest } = req;
           if (streamRequest) return asExchangeItems(streamWithin(deps, budget, streamRequest, signal));
-          if (!request) throw new GatewayError('invalid_request', 'An exchange message must carry a request.');
+          if (!request) throw new GatewayError('invalid_request', NO_CALL_IN_MESSAGE);
           return within(budget, request.body, async () => ({ case: 'generate' as const, value: await generate(deps, request, signal) }));
         },
       }),

@@ -70,7 +70,7 @@ export declare const GenerateRequestSchema: GenMessage<GenerateRequest>;
 
 /**
  * ExchangeRequest is one Generate or GenerateStream call on the exchange stream (exactly one of
- * `generate` and `generate_stream` is set).
+ * `generate` and `generate_stream` is set), or the cancellation of the call with this `id`.
  *
  * @generated from message gateway.text.v1.ExchangeRequest
  */
@@ -102,6 +102,14 @@ export declare type ExchangeRequest = Message<"gateway.text.v1.ExchangeRequest">
    * @generated from field: gateway.text.v1.GenerateStreamRequest generate_stream = 4;
    */
   generateStream?: GenerateStreamRequest | undefined;
+
+  /**
+   * The caller no longer waits for call `id` (its deadline passed, or it stopped reading): the
+   * call's provider request is aborted. Nothing answers a cancellation.
+   *
+   * @generated from field: bool cancel = 5;
+   */
+  cancel: boolean;
 };
 
 /**
