@@ -210,6 +210,17 @@ describe('money calls whose answers are lost', () => {
     expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
   });
 
+  it('an authorize sent again after its answer was lost finds its hold; the rate limit counts it once', async () => {
+    const { accountId, keyId } = await fundedAccount(system, 1_000);
+    await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '1000', '--per-minute', '1');
+    if (new Date().getSeconds() > 50) await sleep((61 - new Date().getSeconds()) * 1000); // one minute window
+    const lost = faulty(money, { authorize: { kind: 'lost', times: 1 } });
+    const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
+    const hold = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { retries: fast, checkRateLimit: true });
+    expect(await balanceOf(system, accountId)).toBe(900);
+    expect(await settleHold({ money, billing }, log, hold, { units: 40n }, fast)).toEqual({ creditCharged: 40n, balanceAfter: 960n });
+  }, 30_000);
+
   it('a release that does not reach billing goes on in the background', async () => {
     const { funded, accountId, calls, hold } = await holdFor({ release: { kind: 'undelivered', times: 1 } });
     expect(await balanceOf(system, accountId)).toBe(funded - 100);

@@ -2,6 +2,7 @@ import { Migration001Initial } from './migration-001-initial.ts';
 import { Migration002Money } from './migration-002-money.ts';
 import { Migration003KeyWindows } from './migration-003-key-windows.ts';
 import { Migration004RateInApplyOps } from './migration-004-rate-in-apply-ops.ts';
+import { Migration005ReplayBeforeRate } from './migration-005-replay-before-rate.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const billingMigrations = [
@@ -9,4 +10,5 @@ export const billingMigrations = [
   { name: 'Migration002Money', class: Migration002Money },
   { name: 'Migration003KeyWindows', class: Migration003KeyWindows },
   { name: 'Migration004RateInApplyOps', class: Migration004RateInApplyOps },
+  { name: 'Migration005ReplayBeforeRate', class: Migration005ReplayBeforeRate },
 ];
