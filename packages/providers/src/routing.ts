@@ -95,24 +95,32 @@ export class FallbackRouter {
     );
   }
 
+  /** Why none of these routes can be tried now (none, or every one cooling down); undefined when one can. */
+  unavailable(routes: readonly Route[]): GatewayError | undefined {
+    if (routes.length === 0) return new GatewayError('model_temporarily_unavailable', 'No provider currently serves this model');
+    if (routes.some((route) => !this.isCoolingDown(route))) return undefined;
+    // The caller may stop offering the model until then (the gateway hides it from its listing).
+    return new GatewayError('model_temporarily_unavailable', 'Every provider of this model is cooling down after repeated failures', {
+      retry_after_seconds: Math.max(1, Math.ceil((this.#coolsUntil(routes) - this.#now()) / 1000)),
+    });
+  }
+
   /**
    * Runs `attempt` on the routes in order until one succeeds. Stops at once on a non-retryable
    * error (the request's own fault), on anything that is not a `ProviderError` (such as the
    * caller's abort) and when `signal` is aborted. When every route fails, the last error is thrown.
+   * `countFailures: false` leaves route health alone on failure: for a caller trying the same work
+   * again (a video job resubmitted), so that one piece of work failing over and over does not keep
+   * a route cooling down for everyone.
    */
   async withFallback<R extends Route, T>(
     routes: readonly R[],
     attempt: (route: R) => Promise<T>,
-    opts: { signal?: AbortSignal } = {},
+    opts: { signal?: AbortSignal; countFailures?: boolean } = {},
   ): Promise<T> {
+    const refusal = this.unavailable(routes);
+    if (refusal) throw refusal;
     const ordered = this.order(routes);
-    if (ordered.length === 0) {
-      if (routes.length === 0) throw new GatewayError('model_temporarily_unavailable', 'No provider currently serves this model');
-      // The caller may stop offering the model until then (the gateway hides it from its listing).
-      throw new GatewayError('model_temporarily_unavailable', 'Every provider of this model is cooling down after repeated failures', {
-        retry_after_seconds: Math.max(1, Math.ceil((this.#coolsUntil(routes) - this.#now()) / 1000)),
-      });
-    }
     let lastError: unknown;
     for (const route of ordered) {
       opts.signal?.throwIfAborted();
@@ -122,7 +130,7 @@ export class FallbackRouter {
         return result;
       } catch (err) {
         if (!(err instanceof ProviderError) || !err.retryable || opts.signal?.aborted === true) throw err;
-        this.recordFailure(route);
+        if (opts.countFailures !== false) this.recordFailure(route);
         lastError = err;
       }
     }

@@ -117,6 +117,16 @@ describe('FallbackRouter.withFallback', () => {
     expect(calls).toEqual(['a']);
   });
 
+  it('leaves route health alone for a caller trying the same work again (countFailures: false)', async () => {
+    const router = new FallbackRouter({ failureThreshold: 2 });
+    const only = [route('a')];
+    for (let i = 0; i < 5; i++) await router.withFallback(only, failAsA, { countFailures: false }).catch(() => undefined);
+    expect(router.isCoolingDown(only[0]!)).toBe(false);
+    expect(router.unavailable(only)).toBeUndefined();
+    for (let i = 0; i < 2; i++) await router.withFallback(only, failAsA).catch(() => undefined);
+    expect(router.unavailable(only)).toMatchObject({ code: 'model_temporarily_unavailable', details: { retry_after_seconds: 30 } });
+  });
+
   it('answers model_temporarily_unavailable when there is no route', async () => {
     const err = await new FallbackRouter().withFallback([], async () => 'x').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(GatewayError);

@@ -26,11 +26,13 @@ await runGrpcService({
     observeQueries(meter, orm, [{ name: 'video.jobs', description: 'Video jobs by status', sql: 'select count(*) as value, status from video_job group by status' }]);
     if (config.CLOCK_OFFSET_MS !== 0) logger.warn({ offsetMs: config.CLOCK_OFFSET_MS }, 'the service clock is shifted (CLOCK_OFFSET_MS)');
     const billing = createClient(billingV1.BillingService, config.BILLING_ADDR, { defaultTimeoutMs: config.BILLING_TIMEOUT_MS });
-    const creator = new JobCreator({ orm, billing, clock, logger });
+    // One view of route health: jobs are not created (nor charged) while every route of their model cools down.
+    const router = new FallbackRouter();
+    const creator = new JobCreator({ orm, billing, clock, logger, router });
     const driver = new JobDriver({
       orm,
       providers,
-      router: new FallbackRouter(),
+      router,
       clock,
       logger,
       settings: {

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { GatewayError } from '@gw/errors';
+import { FallbackRouter } from '@gw/providers';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyClaim } from '../src/db/idempotency-claim.entity.ts';
@@ -18,7 +19,7 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
   let orm: MikroORM;
   const clock = manualClock();
   const billing = new FakeBilling();
-  const creator = (hooks?: SagaHooks) => new JobCreator({ orm, billing, clock, logger: silent, ...(hooks ? { hooks } : {}) });
+  const creator = (hooks?: SagaHooks) => new JobCreator({ orm, billing, clock, logger: silent, router: new FallbackRouter(), ...(hooks ? { hooks } : {}) });
   const sweep = () => recoverPendingJobs({ orm, billing, clock, logger: silent, graceMs: 60_000 });
   const account = (credits = 100_000n) => {
     const id = randomUUID();
@@ -51,6 +52,17 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
     expect(events.map((e) => [e.msgId, e.status?.status, e.status?.previousStatus, e.status?.creditCharged])).toEqual([
       [`${view.jobId}:status:queued`, 'queued', '', 1_500n],
     ]);
+  });
+
+  it('refuses while every route of the model cools down: nothing stored, held or charged (spec 7.5)', async () => {
+    const acct = account();
+    const req = createRequest(acct);
+    const router = new FallbackRouter({ failureThreshold: 1 });
+    for (const route of req.routes) router.recordFailure(route);
+    const cooling = new JobCreator({ orm, billing, clock, logger: silent, router });
+    await expect(cooling.create(req)).rejects.toMatchObject({ code: 'model_temporarily_unavailable', details: { retry_after_seconds: 30 } });
+    expect(await orm.em.fork().find(VideoJob, { accountId: acct })).toHaveLength(0);
+    expect(billing.balance(acct)).toBe(100_000n);
   });
 
   it('a billing refusal abandons the job, frees its key and charges nothing', async () => {

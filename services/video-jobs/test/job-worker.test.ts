@@ -36,7 +36,7 @@ describe('job worker: drives jobs with the provider (real Postgres)', () => {
   const newJob = async (overrides: Parameters<typeof createRequest>[1] = {}) => {
     const acct = randomUUID();
     billing.fund(acct, 100_000n);
-    return new JobCreator({ orm, billing, clock, logger: silent }).create(createRequest(acct, overrides));
+    return new JobCreator({ orm, billing, clock, logger: silent, router: new FallbackRouter() }).create(createRequest(acct, overrides));
   };
   /** Runs rounds, moving the clock past each wait, until the job is final (or `rounds` ran). */
   const runUntilFinal = async (id: string, rounds = 20) => {

@@ -1,5 +1,6 @@
 import type { videoV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
+import type { FallbackRouter } from '@gw/providers';
 import type { Logger } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Clock } from '../clock.ts';
@@ -29,6 +30,8 @@ export interface CreatorDeps {
   billing: BillingPort;
   clock: Clock;
   logger: Logger;
+  /** The routes' health, shared with the job driver. */
+  router: Pick<FallbackRouter, 'unavailable'>;
   hooks?: SagaHooks;
 }
 
@@ -57,6 +60,9 @@ export class JobCreator {
 
   async create(req: videoV1.CreateJobRequest): Promise<videoV1.VideoJob> {
     checkCreateRequest(req);
+    // Every route cooling down after repeated failures: refused before anything is held (spec 7.5).
+    const refusal = this.#deps.router.unavailable(req.routes);
+    if (refusal) throw refusal;
     const { billing, logger } = this.#deps;
     const facts: ChargeFacts = {
       id: newJobId(),

@@ -99,7 +99,9 @@ export class JobDriver {
           );
           return { route, providerJobId: created.providerJobId };
         },
-        { signal },
+        // Only a job's first try counts toward the routes' health: a job whose own request keeps
+        // failing would otherwise keep the model cooling down for every other account's jobs.
+        { signal, countFailures: job.attempts === 0 },
       );
       const now = clock();
       await recordSubmitted(orm.em, leased, now, {
