@@ -1,4 +1,5 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
+import { GatewayError } from '@gw/errors';
 import * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
 import { ExchangeClient } from './grpc/exchange.ts';
@@ -14,6 +15,8 @@ export interface MoneyCalls {
 }
 
 const SERVICE = billingV1.BillingService.typeName;
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
 
 /**
  * `MoneyCalls` over billing's `Exchange` stream: the same calls, answers and errors as the unary
@@ -30,6 +33,9 @@ export function createMoneyExchange(address: string, opts: ClientOptions = {}): 
 
   /** Sends one call and answers the response of its kind, or throws the error it carries. */
   function send(method: string, call: 'authorize' | 'settle' | 'release', value: unknown, callOpts?: CallOptions): Promise<unknown> {
+    // A message that cannot be encoded would break the stream every billed request shares.
+    const outOfRange = Object.entries(value as object).find(([, v]) => typeof v === 'bigint' && (v < INT64_MIN || v > INT64_MAX));
+    if (outOfRange) return Promise.reject(new GatewayError('invalid_request', `${outOfRange[0]} is out of range.`));
     return exchange.request<unknown>(method, call, (envelope) => ({ ...envelope, call: { case: call, value } }), () => client[call](value as never, callOpts), callOpts?.timeoutMs);
   }
 

@@ -97,6 +97,17 @@ describe('billing exchange', () => {
     money.close();
   });
 
+  it('refuses a call it cannot encode on its own, and the stream every other call shares goes on', async () => {
+    const fake = await startFake();
+    const money = createMoneyExchange(fake.address);
+    const others = Array.from({ length: 5 }, (_, i) => money.authorize(authorize(`fine-${i}`)));
+    const err = await money.authorize({ ...authorize('huge'), worstUnits: 2n ** 64n }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'GatewayError', code: 'invalid_request', message: 'worstUnits is out of range.' });
+    await expect(Promise.all(others)).resolves.toHaveLength(5);
+    expect(fake.seen.has('huge')).toBe(false);
+    money.close();
+  });
+
   it('gives each call its own deadline', async () => {
     const fake = await startFake({ delayMs: 300 });
     const money = createMoneyExchange(fake.address, { defaultTimeoutMs: 50 });

@@ -30,6 +30,9 @@ function optionalType(body: Json, field: string, type: 'string' | 'boolean' | 'o
   if (!ok) problems.push(`${where} must be ${type === 'object' ? 'an object' : `a ${type}`}, not ${typeName(value)}`);
 }
 
+/** The largest output cap accepted: int32, as providers take it; no model writes more. */
+const MAX_TOKENS_CAP = 2_147_483_647;
+
 function positiveInt(body: Json, field: string, problems: Problems, required = false): void {
   const value = body[field];
   if (value === undefined) {
@@ -37,6 +40,7 @@ function positiveInt(body: Json, field: string, problems: Problems, required = f
     return;
   }
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) problems.push(`${field} must be a positive integer`);
+  else if (value > MAX_TOKENS_CAP) problems.push(`${field} must be at most ${MAX_TOKENS_CAP}`);
 }
 
 function numberIn(body: Json, field: string, min: number, max: number, problems: Problems): void {
