@@ -210,6 +210,14 @@ describe('text protocols through the whole system, with the official SDKs', () =
     const objects = await post('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'hi' }], metadata: Array.from({ length: 2_000_000 }, () => ({})) });
     expect(objects.status).toBe(400);
     expect(objects.body.error).toEqual({ code: 'invalid_request', message: 'The request body holds more than 100000 JSON objects and arrays, more than any valid request.' });
+    // And in how deep it nests, at any size: 20,000 levels (80 KB) would overflow the stack of
+    // every recursive walk of the request, answered 502.
+    const deep = `{"model":"claude-sim-sonnet","max_tokens":4,"messages":[{"role":"user","content":"hi"}],"metadata":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    for (const path of ['/messages', '/messages/count_tokens', '/responses', '/chat/completions']) {
+      const nested = await fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' }, body: deep });
+      const { error } = (await nested.json()) as { error: unknown };
+      expect({ path, status: nested.status, error }).toEqual({ path, status: 400, error: { code: 'invalid_request', message: 'The request body nests JSON deeper than 256 levels, more than any valid request.' } });
+    }
     const refused = await postDeclaredLength(`${system.baseUrl}/chat/completions`, account.apiKey, 32 * 1024 * 1024 + 1, '{"model":');
     expect(refused.status).toBe(400);
     expect((JSON.parse(refused.body) as { error: unknown }).error).toEqual({

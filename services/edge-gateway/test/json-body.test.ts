@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonContainers } from '../src/http/json-body.ts';
+import { jsonContainers, jsonShape } from '../src/http/json-body.ts';
 
 describe('jsonContainers', () => {
   it.each([
@@ -20,5 +20,13 @@ describe('jsonContainers', () => {
   it('skips a long string in one scan, whatever it holds', () => {
     const base64 = 'QUJD'.repeat(2_000_000);
     expect(jsonContainers(JSON.stringify({ image: base64, text: '{[{['.repeat(1_000) }), 10)).toBe(1);
+  });
+});
+
+describe('jsonShape', () => {
+  it('measures how deep objects and arrays nest, not counting brackets in strings', () => {
+    expect(jsonShape('{"a":[1,{"b":[]}],"c":{}}', 1_000).depth).toBe(4);
+    expect(jsonShape('{"s":"[[[[[[","t":[]}', 1_000).depth).toBe(2);
+    expect(jsonShape(`{"m":${'['.repeat(20_000)}${']'.repeat(20_000)}}`, 1_000_000).depth).toBe(20_001);
   });
 });
