@@ -115,6 +115,10 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
       for (const base of [system.baseUrl, second]) {
         expect(await within(1_000, async () => (await call(base, apiKey, '/chat/completions', {})).status === 503)).toBeGreaterThanOrEqual(0);
         expect(await codeOf(await call(base, apiKey, '/chat/completions', {}))).toBe('system_maintenance');
+        // Even a body the HTTP layer cannot read: the switches come before the body (step 3 of 4).
+        for (const path of ['/chat/completions', '/messages/count_tokens', '/images/generations', '/videos/generations']) {
+          expect(`${path}: ${await codeOf(await call(base, apiKey, path, new Unreadable('{bad')))}`).toBe(`${path}: system_maintenance`);
+        }
         expect((await call(base, apiKey)).status).toBe(200); // the listing is not a generation request
       }
       await admin(system, 'switch', 'set', 'maintenance', 'off');

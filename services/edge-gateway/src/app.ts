@@ -46,6 +46,8 @@ declare module 'fastify' {
     deferRateLimit?: boolean;
     /** A messages-protocol route: every answer, errors included, also carries `request-id`. */
     messagesProtocol?: boolean;
+    /** A generation route: the operator switches pause it (step 3 of the order of checks). */
+    generation?: boolean;
   }
   interface FastifyRequest {
     /** The authenticated key; set by the auth hook on every route below the base path. */
@@ -74,7 +76,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
   app.decorateRequest('apiKey', null as unknown as KeyRecord);
   registerTelemetry(app);
-  registerErrorHandling(app, DEFAULT_BODY_LIMIT, (request) => consultDeferredRateLimit(deps, request));
+  // The checks before the body (steps 2 and 3) still decide when the body cannot be read.
+  registerErrorHandling(app, DEFAULT_BODY_LIMIT, async (request) => {
+    await consultDeferredRateLimit(deps, request);
+    if (request.routeOptions.config.generation === true) deps.switches.assertGenerationAllowed();
+  });
   registerJsonBodies(app);
 
   app.addHook('onRequest', async (request, reply) => {

@@ -41,8 +41,8 @@ function clientError(err: FastifyError, bodyLimit: number): GatewayError | null 
 
 /**
  * The checks that come before body validation in the order of checks and that a route runs
- * later than the HTTP layer reads the body (the deferred rate limit): consulted before an
- * unreadable body is reported, so their error wins.
+ * later than the HTTP layer reads the body (the deferred rate limit, the operator switches):
+ * consulted before an unreadable body is reported, so their error wins.
  */
 type CheckBefore = (request: FastifyRequest) => Promise<void>;
 

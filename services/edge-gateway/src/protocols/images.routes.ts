@@ -28,11 +28,11 @@ function prepare(
  * serves a finished result again for 24 hours (the `job_id` of a `duplicate_request`).
  */
 export async function imagesRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  app.post('/images/generations', { bodyLimit: GENERATION_BODY_LIMIT, schema: ROUTE_DOCS['images/generations'] }, async (request) =>
+  app.post('/images/generations', { config: { generation: true }, bodyLimit: GENERATION_BODY_LIMIT, schema: ROUTE_DOCS['images/generations'] }, async (request) =>
     runImageJob(deps, request, prepare(deps, request, 'images/generations', parseGenerationBody)),
   );
 
-  app.post('/images/edits', { bodyLimit: EDIT_BODY_LIMIT, schema: ROUTE_DOCS['images/edits'] }, async (request) =>
+  app.post('/images/edits', { config: { generation: true }, bodyLimit: EDIT_BODY_LIMIT, schema: ROUTE_DOCS['images/edits'] }, async (request) =>
     runImageJob(deps, request, prepare(deps, request, 'images/edits', parseEditBody)),
   );
 

@@ -46,7 +46,7 @@ function countTokensBody(body: unknown): Record<string, unknown> {
 /** Text generation (spec 4.2 to 4.6). Generation requests: operator switches apply (step 3). */
 export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   for (const { path, dialect } of PROTOCOLS) {
-    const config = { deferRateLimit: true, messagesProtocol: dialect === 'messages' };
+    const config = { deferRateLimit: true, messagesProtocol: dialect === 'messages', generation: true };
     app.post(`/${path}`, { config, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS[path] }, async (request, reply) => {
       const { body, model } = await preflightText(deps, request, dialect, path);
       const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model });
@@ -54,7 +54,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
     });
   }
 
-  app.post('/chat', { config: { deferRateLimit: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS.chat }, async (request, reply) => {
+  app.post('/chat', { config: { deferRateLimit: true, generation: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS.chat }, async (request, reply) => {
     const { body, model } = await preflightText(deps, request, 'chat', 'chat', legacyBody);
     const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body, model });
     const choices = result!.body.choices as Array<{ message?: { content?: unknown } }> | undefined;
@@ -68,7 +68,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   });
 
   // Free, but a generation request: switches and the rate limit apply; the count is the model's own.
-  app.post('/messages/count_tokens', { config: { messagesProtocol: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS['messages/count_tokens'] }, async (request) => {
+  app.post('/messages/count_tokens', { config: { messagesProtocol: true, generation: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS['messages/count_tokens'] }, async (request) => {
     deps.switches.assertGenerationAllowed();
     const body = countTokensBody(request.body);
     const model = deps.catalogCache.resolve(body.model as string, 'messages/count_tokens');

@@ -24,7 +24,7 @@ type Params = { Params: { jobId: string } };
  * Polling and downloading are not: maintenance does not block them, and they never charge.
  */
 export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  app.post('/videos/generations', { bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request) => {
+  app.post('/videos/generations', { config: { generation: true }, bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request) => {
     deps.switches.assertGenerationAllowed();
     const key = idempotencyKeyOf(request.headers);
     const body = parseVideoBody(request.body);
