@@ -56,6 +56,26 @@ describe('GET /v1/models through the whole system', () => {
     expect(body.data.find((m) => m.id === 'veo-sim')).toMatchObject({ kind: 'VIDEO', billing_unit: 'second' });
   });
 
+  it('a model whose providers have no token counter does not offer count_tokens, and cannot be given it', async () => {
+    const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
+    const { TEXT } = catalogV1.ModelKind;
+    try {
+      const { model } = await catalog.upsertModel({ model: { id: 'compat-default', kind: TEXT, enabled: false, provider: 'compat', upstreamModel: 'compat-sim-chat' } });
+      expect(model!.capabilities).toEqual(['chat/completions', 'chat', 'messages', 'responses']);
+      const asked = await catalog
+        .upsertModel({ model: { id: 'compat-counting', kind: TEXT, enabled: false, provider: 'compat', upstreamModel: 'compat-sim-chat', capabilities: ['messages/count_tokens'] } })
+        .catch((e: unknown) => e);
+      expect(asked).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/no provider of this model has a token counter/i) });
+      // A route to a provider with a counter is enough.
+      const mixed = await catalog.upsertModel({
+        model: { id: 'compat-mixed', kind: TEXT, enabled: false, routes: [{ provider: 'compat', upstreamModel: 'compat-sim-chat', weight: 1 }, { provider: 'openai', upstreamModel: 'gpt-sim-mini', priority: 1, weight: 1 }] },
+      });
+      expect(mixed.model!.capabilities).toContain('messages/count_tokens');
+    } finally {
+      catalog.close();
+    }
+  });
+
   it.each([
     ['no header', {}],
     ['not Bearer', { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }],

@@ -28,6 +28,7 @@ await runGrpcService({
     const deps = {
       orm,
       providers: providers.list(),
+      countsTokens: (name: string) => providers.get(name)?.countTokens !== undefined,
       maxSyncAgeMs: env.PROVIDER_SYNC_MAX_AGE_MS,
       syncTimeoutMs: env.PROVIDER_SYNC_TIMEOUT_MS,
       now,

@@ -69,6 +69,22 @@ export async function allModels(em: EntityManager): Promise<{ models: Model[]; r
   return { models, routes };
 }
 
+const COUNT_TOKENS = 'messages/count_tokens';
+
+/**
+ * The capabilities a model gets: those asked for, or all of its kind. `messages/count_tokens`
+ * needs a provider's own counter (never an estimate): without one among the model's routes it is
+ * left out of the defaults and refused when asked for.
+ */
+function capabilitiesOf(input: catalogV1.Model, kind: KindName, providers: string[], counts: (provider: string) => boolean): string[] {
+  const counted = providers.some(counts);
+  if (!counted && input.capabilities.includes(COUNT_TOKENS)) {
+    throw new GatewayError('invalid_request', `No provider of this model has a token counter, so it cannot offer ${COUNT_TOKENS}.`);
+  }
+  if (input.capabilities.length > 0) return input.capabilities;
+  return CAPABILITIES_BY_KIND[kind].filter((c) => counted || c !== COUNT_TOKENS);
+}
+
 function validate(input: catalogV1.Model): KindName {
   const kind = KIND_BY_ENUM.get(input.kind);
   if (!kind) throw new GatewayError('invalid_request', 'A model needs a kind: TEXT, IMAGE or VIDEO.');
@@ -90,13 +106,17 @@ function validate(input: catalogV1.Model): KindName {
   return kind;
 }
 
-/** Creates or replaces a model and its routes. */
-export async function upsertModel(em: EntityManager, input: catalogV1.Model): Promise<{ model: Model; routes: ModelRoute[] }> {
+/**
+ * Creates or replaces a model and its routes. `counts` says whether a configured provider has a
+ * token counter.
+ */
+export async function upsertModel(em: EntityManager, input: catalogV1.Model, counts: (provider: string) => boolean): Promise<{ model: Model; routes: ModelRoute[] }> {
   const kind = validate(input);
   const routesIn =
     input.routes.length > 0
       ? input.routes
       : [create(catalogV1.RouteSchema, { provider: input.provider, upstreamModel: input.upstreamModel, weight: 1 })];
+  const capabilities = capabilitiesOf(input, kind, routesIn.map((r) => r.provider), counts);
   return em.transactional(async (tx) => {
     const first = routesIn[0]!;
     const model = tx.create(
@@ -104,7 +124,7 @@ export async function upsertModel(em: EntityManager, input: catalogV1.Model): Pr
       {
         id: input.id,
         kind,
-        capabilities: input.capabilities.length > 0 ? input.capabilities : [...CAPABILITIES_BY_KIND[kind]],
+        capabilities,
         price: input.priceCreditPerUnit ?? null,
         enabled: input.enabled,
         provider: first.provider,

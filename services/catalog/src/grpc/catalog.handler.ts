@@ -9,6 +9,8 @@ import { syncProviders } from '../domain/provider-sync.ts';
 export interface CatalogDeps {
   orm: MikroORM;
   providers: ModelLister[];
+  /** Whether a configured provider has its own token counter (what `messages/count_tokens` needs). */
+  countsTokens: (provider: string) => boolean;
   maxSyncAgeMs: number;
   syncTimeoutMs: number;
   now: () => Date;
@@ -35,7 +37,7 @@ export function catalogHandler(deps: CatalogDeps): ServiceImpl<MethodsOf<typeof 
     },
     upsertModel: async (req) => {
       if (!req.model) throw new GatewayError('invalid_request', 'model is required');
-      const { model, routes } = await upsertModel(em(), req.model);
+      const { model, routes } = await upsertModel(em(), req.model, deps.countsTokens);
       return { model: toProto(model, routes) };
     },
     setPrice: async (req) => {
