@@ -60,6 +60,7 @@ describe('model resolution, in the order of DECISIONS.md step 5', () => {
       model('never-synced', { provider: 'p-never' }),
       model('gone', { upstreamModel: 'not-listed' }),
       model('no-caps-and-off', { enabled: false, capabilities: ['chat'] }),
+      model('img-off', { kind: IMAGE, capabilities: ['images/generations'], enabled: false }),
       model('second-route', {
         routes: [
           { provider: 'p-stale', upstreamModel: 'x', priority: 0, weight: 1 },
@@ -82,6 +83,7 @@ describe('model resolution, in the order of DECISIONS.md step 5', () => {
     ['off', 'chat', 'unknown_model'], // spec 4.3: a disabled model is unknown on POST /chat
     ['off-unpriced', 'messages', 'model_disabled'], // disabled is reported before unpriced
     ['no-caps-and-off', 'responses', 'capability_not_supported'], // capability before enabled
+    ['img-off', 'chat', 'unknown_model'], // on /chat a disabled model is unknown, whatever its capabilities
     ['unpriced', 'chat/completions', 'pricing_not_configured'],
     ['stale', 'chat/completions', 'provider_catalog_stale'],
     ['never-synced', 'chat/completions', 'provider_catalog_stale'],

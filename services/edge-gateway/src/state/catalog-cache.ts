@@ -110,14 +110,12 @@ export class CatalogCache {
   resolve(modelId: string, endpoint: string): ResolvedModel {
     const m = this.#models.get(modelId);
     const kind = m ? KIND[m.kind as keyof typeof KIND] : undefined;
-    if (!m || !kind) throw new GatewayError('unknown_model', `The model ${JSON.stringify(modelId)} does not exist.`);
+    // On /chat a disabled model does not exist (spec 4.3), whatever else it could not do.
+    if (!m || !kind || (endpoint === 'chat' && !m.enabled)) throw new GatewayError('unknown_model', `The model ${JSON.stringify(modelId)} does not exist.`);
     if (!m.capabilities.includes(endpoint)) {
       throw new GatewayError('capability_not_supported', `The model ${modelId} cannot be used with /${endpoint}.`);
     }
-    if (!m.enabled) {
-      if (endpoint === 'chat') throw new GatewayError('unknown_model', `The model ${JSON.stringify(modelId)} does not exist.`);
-      throw new GatewayError('model_disabled', `The model ${modelId} is disabled.`);
-    }
+    if (!m.enabled) throw new GatewayError('model_disabled', `The model ${modelId} is disabled.`);
     if (m.priceCreditPerUnit === undefined) {
       throw new GatewayError('pricing_not_configured', `The model ${modelId} has no price configured yet.`);
     }
