@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { generateApiKey } from '@gw/api-keys';
 import { ERROR_CODES, ERROR_TABLE } from '@gw/errors';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -74,6 +75,26 @@ describe('GET /v1/models through the whole system', () => {
     } finally {
       catalog.close();
     }
+  });
+
+  it('answers what the HTTP layer cannot read in the error shape, with invalid_request', async () => {
+    const badUrl = await get('/models/%zz', bearer(apiKey));
+    expect([badUrl.status, await badUrl.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'The request URL could not be decoded.' } }]);
+    const { host, port } = new URL(system.baseUrl);
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), host.split(':')[0]!);
+        let answer = '';
+        socket.on('data', (d) => (answer += d.toString()));
+        socket.on('close', () => resolve(answer));
+        socket.on('error', reject);
+        socket.write(request);
+      });
+    const huge = await raw(`GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'invalid_request', message: 'The request headers are larger than the server accepts.' } });
+    const garbage = await raw('NOT HTTP AT ALL\r\n\r\n');
+    expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'invalid_request', message: 'The request is not valid HTTP.' } });
   });
 
   it.each([

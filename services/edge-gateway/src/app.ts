@@ -8,7 +8,7 @@ import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
 import { consultDeferredRateLimit } from './generation/deferred-rate-limit.ts';
 import { reserveBodyBytes } from './http/body-budget.ts';
 import { registerJsonBodies } from './http/json-body.ts';
-import { registerErrorHandling } from './plugins/error-handler.ts';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './plugins/error-handler.ts';
 import { registerTelemetry } from './plugins/telemetry.ts';
 import { registerOpenApi } from './openapi/openapi.plugin.ts';
 import { modelsRoutes } from './protocols/models.route.ts';
@@ -73,6 +73,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // What the HTTP layer or the router cannot read leaves in the spec's error shape too.
+    clientErrorHandler,
+    frameworkErrors,
   });
   app.decorateRequest('apiKey', null as unknown as KeyRecord);
   registerTelemetry(app);

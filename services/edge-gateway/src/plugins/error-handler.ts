@@ -1,6 +1,7 @@
 import { RpcError } from '@gw/contracts';
 import { GatewayError, shouldRetry } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, TOO_DEEP, TOO_MANY_CONTAINERS } from '../http/json-body.ts';
 
@@ -74,4 +75,30 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, c
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new GatewayError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
   );
+}
+
+/**
+ * What reaches no route because the HTTP layer cannot read it as a request (a malformed request
+ * line or header, headers past Node's size bound, a request that never finishes): answered on the
+ * socket in the spec's shape, `400 invalid_request`, instead of Fastify's own body.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const message =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'The request headers are larger than the server accepts.'
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'The request was not received in time.'
+        : 'The request is not valid HTTP.';
+  const body = JSON.stringify(new GatewayError('invalid_request', message).toBody());
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
+}
+
+/** Errors of Fastify's router (a URL that does not decode), in the spec's shape. */
+export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const message = err.code === 'FST_ERR_BAD_URL' ? 'The request URL could not be decoded.' : 'The request could not be read.';
+  void sendError(reply, new GatewayError('invalid_request', message));
 }
