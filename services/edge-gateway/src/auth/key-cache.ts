@@ -31,6 +31,8 @@ export class KeyCache {
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #now: () => number;
+  /** Counts drops and clears: a lookup that a drop overtook is answered but not cached. */
+  #epoch = 0;
 
   constructor(lookup: Lookup, opts: { ttlMs: number; maxEntries?: number; now?: () => number }) {
     this.#lookup = lookup;
@@ -45,8 +47,11 @@ export class KeyCache {
     if (hit && this.#now() - hit.at < this.#ttlMs) return hit.record;
     const inFlight = this.#pending.get(id);
     if (inFlight) return inFlight;
+    const epoch = this.#epoch;
     const p = this.#lookup(hash)
       .then((record) => {
+        // A revocation that arrived while billing answered may postdate what it read.
+        if (epoch !== this.#epoch) return record;
         this.#entries.delete(id);
         if (this.#entries.size >= this.#maxEntries) {
           const oldest = this.#entries.keys().next().value;
@@ -55,16 +60,24 @@ export class KeyCache {
         this.#entries.set(id, { record, at: this.#now() });
         return record;
       })
-      .finally(() => this.#pending.delete(id));
+      .finally(() => {
+        if (this.#pending.get(id) === p) this.#pending.delete(id);
+      });
     this.#pending.set(id, p);
     return p;
   }
 
+  /** Forgets a key (it was revoked): later requests look it up again, none joins a lookup already under way. */
   drop(hash: Uint8Array): void {
-    this.#entries.delete(Buffer.from(hash).toString('hex'));
+    const id = Buffer.from(hash).toString('hex');
+    this.#epoch++;
+    this.#entries.delete(id);
+    this.#pending.delete(id);
   }
 
   clear(): void {
+    this.#epoch++;
     this.#entries.clear();
+    this.#pending.clear();
   }
 }
