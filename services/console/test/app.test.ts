@@ -225,6 +225,17 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect(unknown.statusCode).toBe(401);
   });
 
+  it('checks no more passwords than the limit when wrong ones arrive all at once', async () => {
+    const { email } = await signedIn(accountA);
+    const browser = new InjectBrowser(app, ORIGIN);
+    await browser.get('/login');
+    const csrf = browser.csrf();
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => browser.post('/login', { csrf_token: csrf, email, password: `wrong password ${i}` })));
+    const statuses = answers.map((res) => res.statusCode);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(35);
+  });
+
   it('refuses a forged sign-in (no pre-session token, or another origin)', async () => {
     const { email } = await signedIn(accountA);
     const browser = new InjectBrowser(app, ORIGIN);

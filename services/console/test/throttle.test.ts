@@ -25,10 +25,10 @@ describe('login throttling on real Postgres', () => {
   it('locks an e-mail address after 5 failures, for that address only, with the time left', async () => {
     const { email, ip } = fresh();
     for (let i = 0; i < 4; i++) {
-      await throttle.recordFailure(email, ip);
+      await throttle.countAttempt(email, ip);
       expect((await throttle.check(email, ip)).locked).toBe(false);
     }
-    await throttle.recordFailure(email, ip);
+    await throttle.countAttempt(email, ip);
     const verdict = await throttle.check(email.toUpperCase(), fresh().ip); // any IP, any letter case
     expect(verdict).toEqual({ locked: true, retryAfterSeconds: 15 * 60 });
     expect((await throttle.check(fresh().email, ip)).locked).toBe(false); // the IP has budget left
@@ -38,31 +38,39 @@ describe('login throttling on real Postgres', () => {
 
   it('locks an IP after 8 failures spread over many addresses', async () => {
     const { ip } = fresh();
-    for (let i = 0; i < 8; i++) await throttle.recordFailure(fresh().email, ip);
+    for (let i = 0; i < 8; i++) await throttle.countAttempt(fresh().email, ip);
     const verdict = await throttle.check(fresh().email, ip);
     expect(verdict.locked).toBe(true);
   });
 
   it('a success clears the address\'s count but not the IP\'s', async () => {
     const { email, ip } = fresh();
-    for (let i = 0; i < 4; i++) await throttle.recordFailure(email, ip);
-    await throttle.recordSuccess(email);
-    for (let i = 0; i < 3; i++) await throttle.recordFailure(email, ip);
+    for (let i = 0; i < 4; i++) await throttle.countAttempt(email, ip);
+    await throttle.countAttempt(email, ip); // the attempt that succeeds, counted before its check
+    await throttle.recordSuccess(email, ip);
+    for (let i = 0; i < 3; i++) await throttle.countAttempt(email, ip);
     expect((await throttle.check(email, ip)).locked).toBe(false); // 3 since the success, 7 from the IP
-    await throttle.recordFailure(fresh().email, ip); // the IP's 8th: it counted all along
+    await throttle.countAttempt(fresh().email, ip); // the IP's 8th: it counted all along
     expect((await throttle.check(fresh().email, ip)).locked).toBe(true);
+  });
+
+  it('attempts sent at once are each counted before any is judged: no more than the limit pass', async () => {
+    const { email, ip } = fresh();
+    const admitted = await Promise.all(Array.from({ length: 40 }, () => throttle.countAttempt(email, ip)));
+    expect(admitted.filter(Boolean)).toHaveLength(5);
+    expect((await throttle.check(email, ip)).locked).toBe(true);
   });
 
   it('failures in an old window do not add up with new ones', async () => {
     const { email, ip } = fresh();
-    for (let i = 0; i < 4; i++) await throttle.recordFailure(email, ip);
+    for (let i = 0; i < 4; i++) await throttle.countAttempt(email, ip);
     clock.advance(16 * MIN);
-    for (let i = 0; i < 4; i++) await throttle.recordFailure(email, ip);
+    for (let i = 0; i < 4; i++) await throttle.countAttempt(email, ip);
     expect((await throttle.check(email, ip)).locked).toBe(false);
   });
 
   it('never stores addresses or IPs in the clear (people type passwords into the e-mail field)', async () => {
-    await throttle.recordFailure('my secret password', '192.0.2.7');
+    await throttle.countAttempt('my secret password', '192.0.2.7');
     const rows = await orm.em.fork().execute<{ subject: Buffer }[]>('select subject from login_throttle');
     for (const r of rows) {
       expect(r.subject).toHaveLength(32);
@@ -72,7 +80,7 @@ describe('login throttling on real Postgres', () => {
 
   it('housekeeping removes finished windows only', async () => {
     const { email, ip } = fresh();
-    await throttle.recordFailure(email, ip);
+    await throttle.countAttempt(email, ip);
     clock.advance(16 * MIN);
     expect(await throttle.sweep()).toBeGreaterThan(0);
     const left = await orm.em.fork().execute<{ n: string }[]>('select count(*)::text as n from login_throttle');

@@ -2,11 +2,13 @@ import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
 import type { Hmac } from './secrets.ts';
 
 /**
- * Login throttling, shared by every console replica through the database. Failed sign-ins are
+ * Login throttling, shared by every console replica through the database. Sign-in attempts are
  * counted per e-mail address (whether or not it has an account, so the answer reveals nothing)
- * and per client IP, in fixed windows. Reaching the limit locks that e-mail or IP for the lockout
- * period; a locked attempt is refused before any password is checked. A success clears the
- * e-mail's count, not the IP's (else one valid account would reset an attacker's IP budget).
+ * and per client IP, in fixed windows, before the password is checked: attempts sent at once are
+ * each counted before any is judged, so a burst gets no more checks than the limit. Reaching the
+ * limit locks that e-mail or IP for the lockout period; a locked attempt is refused before any
+ * password is checked. A success takes its own attempt back and clears the e-mail's count, not
+ * the IP's earlier failures (else one valid account would reset an attacker's IP budget).
  */
 
 export interface ThrottlePolicy {
@@ -54,30 +56,45 @@ export class LoginThrottle {
     return { locked: true, retryAfterSeconds: Math.max(1, Math.ceil((new Date(until).getTime() - now.getTime()) / 1000)) };
   }
 
-  async recordFailure(email: string, ip: string): Promise<void> {
-    await this.#count('email', this.#subject('email', email), this.#policy.maxPerEmail);
-    await this.#count('ip', this.#subject('ip', ip), this.#policy.maxPerIp);
+  /**
+   * Counts one attempt for the e-mail and the IP, as a failure until it succeeds; answers whether
+   * both still had an attempt left (false: refuse without checking the password).
+   */
+  async countAttempt(email: string, ip: string): Promise<boolean> {
+    const byEmail = await this.#count('email', this.#subject('email', email), this.#policy.maxPerEmail);
+    const byIp = await this.#count('ip', this.#subject('ip', ip), this.#policy.maxPerIp);
+    return byEmail <= this.#policy.maxPerEmail && byIp <= this.#policy.maxPerIp;
   }
 
-  async recordSuccess(email: string): Promise<void> {
-    await this.#orm.em.fork().execute(`delete from login_throttle where scope = 'email' and subject = ?`, [this.#subject('email', email)]);
+  /** A counted attempt succeeded: the e-mail's count is cleared, and the IP's attempt taken back. */
+  async recordSuccess(email: string, ip: string): Promise<void> {
+    const em = this.#orm.em.fork();
+    await em.execute(`delete from login_throttle where scope = 'email' and subject = ?`, [this.#subject('email', email)]);
+    await em.execute(
+      `update login_throttle set failures = greatest(failures - 1, 0),
+              locked_until = case when failures - 1 >= ? then locked_until end
+        where scope = 'ip' and subject = ?`,
+      [this.#policy.maxPerIp, this.#subject('ip', ip)],
+    );
   }
 
-  /** One failure, atomically: a window older than `windowMs` starts over; reaching `max` locks. */
-  async #count(scope: Scope, subject: Buffer, max: number): Promise<void> {
+  /** One failure, atomically: a window older than `windowMs` starts over; reaching `max` locks. Answers the count. */
+  async #count(scope: Scope, subject: Buffer, max: number): Promise<number> {
     const now = this.#now();
     const windowFloor = new Date(now.getTime() - this.#policy.windowMs);
     const lockedUntil = new Date(now.getTime() + this.#policy.lockoutMs);
-    await this.#orm.em.fork().execute(
+    const rows = await this.#orm.em.fork().execute<{ failures: number }[]>(
       `insert into login_throttle as t (scope, subject, window_start, failures, locked_until)
        values (?, ?, ?, 1, case when 1 >= ? then ?::timestamptz end)
        on conflict (scope, subject) do update set
          window_start = case when t.window_start <= ? then excluded.window_start else t.window_start end,
          failures = case when t.window_start <= ? then 1 else t.failures + 1 end,
          locked_until = case when (case when t.window_start <= ? then 1 else t.failures + 1 end) >= ?
-                             then ?::timestamptz else t.locked_until end`,
+                             then ?::timestamptz else t.locked_until end
+       returning failures`,
       [scope, subject, now, max, lockedUntil, windowFloor, windowFloor, windowFloor, max, lockedUntil],
     );
+    return Number(rows[0]?.failures ?? 0);
   }
 
   /** Deletes rows whose window and lock are both over (housekeeping). */

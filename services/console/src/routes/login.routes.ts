@@ -60,10 +60,16 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       request.log.warn('sign-in refused: CSRF check failed');
       return showLogin(request, reply, 403, { email, next, notice: EXPIRED_FORM });
     }
-    const verdict = await deps.throttle.check(email, request.ip);
+    let verdict = await deps.throttle.check(email, request.ip);
+    // Counted before the password is checked: a burst of attempts gets no more checks than the
+    // limit. The attempt past it has just locked the address (or the IP).
+    if (!verdict.locked && !(await deps.throttle.countAttempt(email, request.ip))) {
+      verdict = { locked: true, retryAfterSeconds: (await deps.throttle.check(email, request.ip)).retryAfterSeconds || 60 };
+    }
     if (verdict.locked) {
-      reply.header('retry-after', String(verdict.retryAfterSeconds));
-      const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
+      const retryAfter = verdict.retryAfterSeconds;
+      reply.header('retry-after', String(retryAfter));
+      const minutes = Math.ceil(retryAfter / 60);
       return showLogin(request, reply, 429, {
         email,
         next,
@@ -74,11 +80,10 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     // Verified even for an unknown address (against a dummy hash): the time taken tells nothing.
     const ok = await verifyPassword(member?.password_hash ?? null, password);
     if (!ok || !member) {
-      await deps.throttle.recordFailure(email, request.ip);
       request.log.info({ member: member?.id }, 'sign-in failed');
       return showLogin(request, reply, 401, { email, next, notice: BAD_LOGIN });
     }
-    await deps.throttle.recordSuccess(email);
+    await deps.throttle.recordSuccess(email, request.ip);
     // Always a new session id at sign-in: a planted cookie never becomes a signed-in session.
     const { cookieValue } = await deps.sessions.create(member.id);
     reply.setCookie(deps.cookies.session, cookieValue, deps.cookies.options);
