@@ -176,6 +176,8 @@ describe('dashboard rpcs on real Postgres', () => {
     } while (cursor !== '');
     expect(pages.map((p) => p.length)).toEqual([3, 3, 2]);
     expect(pages.flat()).toEqual((all.items ?? []).map((e) => e.entryId));
+    // A cursor past int64 is not a ledger position (it reached the database as an error before).
+    await expect(rpc.listLedger(create(billingV1.ListLedgerRequestSchema, { accountId: a.accountId, cursor: '9999999999999999999', limit: 3 }), ctx)).rejects.toMatchObject({ code: 'invalid_request' });
 
     await money.settle(create(billingV1.SettleRequestSchema, { requestId: open, accountId: a.accountId, unit: MILLION_TOKENS, pricePerUnit: 1_000_000n, units: 5n }));
     const after = await rpc.listLedger(create(billingV1.ListLedgerRequestSchema, { accountId: a.accountId, limit: 2 }), ctx);

@@ -179,10 +179,11 @@ describe('console app (inject, real Postgres, billing faked)', () => {
   it('creates a key showing the plaintext once, then manages limits, expiry and revocation', async () => {
     const { browser } = await signedIn(accountA);
     await browser.get('/keys');
-    const created = await browser.post('/keys', { csrf_token: browser.csrf(), name: 'ci <b>bot</b>', expires_at: '' });
+    const created = await browser.post('/keys', { csrf_token: browser.csrf(), name: 'ci <b>bot</b>\u202Egnp.exe', expires_at: '' });
     expect(created.statusCode).toBe(201);
     expect(created.body).toContain('It will not be shown again');
-    expect(created.body).toContain('ci &lt;b&gt;bot&lt;/b&gt;'); // names are escaped
+    // Names are escaped, and lose format characters (a bidi override would show "exe.png").
+    expect(created.body).toContain('ci &lt;b&gt;bot&lt;/b&gt;gnp.exe');
     const plaintext = /value="(gwk_plaintext_[^"]+)"/.exec(created.body)?.[1];
     expect(plaintext).toBeDefined();
     const keyId = plaintext!.slice('gwk_plaintext_'.length);

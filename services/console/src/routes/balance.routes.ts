@@ -6,13 +6,15 @@ import { viewerFor } from './viewer.ts';
 
 const PAGE_SIZE = 25;
 const CURSOR = /^[1-9][0-9]{0,18}$/;
+/** A ledger position: a positive bigint (int64) id, else the first page. */
+const isCursor = (given: string) => CURSOR.test(given) && BigInt(given) <= 9_223_372_036_854_775_807n;
 
 export async function balanceRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   app.get('/balance', async (request, reply) => {
     const ctx = await viewerFor(request, deps);
     const accountId = ctx.member.accountId;
     const given = queryParam(request.query, 'cursor', 19);
-    const cursor = CURSOR.test(given) ? given : '';
+    const cursor = isCursor(given) ? given : '';
     const [wallet, ledger, { keys }] = await Promise.all([
       deps.billing.getWallet({ accountId }),
       deps.billing.listLedger({ accountId, cursor, limit: PAGE_SIZE }),

@@ -14,8 +14,9 @@ const HTML = 'text/html; charset=utf-8';
 const LIMIT_VALUE = /^(0|[1-9][0-9]{0,14})$/;
 
 /** A key name is a label: control characters (line breaks, escapes) become spaces. */
+/** A key name as shown: control characters become spaces; format characters (bidi overrides that reverse what follows) go. */
 function cleanName(raw: string): string {
-  return [...raw].map((c) => (c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127 ? ' ' : c)).join('').trim();
+  return raw.replace(/[\p{Cc}]/gu, ' ').replace(/\p{Cf}/gu, '').trim();
 }
 
 /** A refusal from billing that the member can fix: shown on the page instead of an error page. */
