@@ -45,6 +45,20 @@ const system = await startSystem({
   await postgres.stop?.();
   throw err;
 });
+// From here on, Ctrl-C (or SIGTERM) stops everything this command started, seeding included.
+let stopping = false;
+async function stopAll(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log('stopping...');
+  await system.stop();
+  await nats.stop?.();
+  await postgres.stop?.();
+  log('stopped');
+  process.exit(0);
+}
+process.on('SIGINT', () => void stopAll());
+process.on('SIGTERM', () => void stopAll());
 mkdirSync(DATA_DIR, { recursive: true });
 // Read by `pnpm admin` (git-ignored, local only): the addresses, and the console's operator token.
 writeFileSync(
@@ -126,17 +140,3 @@ for (const l of lines) log(l);
 log(`try: curl -H "Authorization: Bearer <key>" ${system.baseUrl}/models`);
 log('press Ctrl-C to stop everything this command started');
 log('----------------------------------------------------------------');
-
-let stopping = false;
-async function stopAll(): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log('stopping...');
-  await system.stop();
-  await nats.stop?.();
-  await postgres.stop?.();
-  log('stopped');
-  process.exit(0);
-}
-process.on('SIGINT', () => void stopAll());
-process.on('SIGTERM', () => void stopAll());
