@@ -410,25 +410,23 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
       }
       inFlight++;
       const method = opts.methodOf(req);
-      const cancelled = new AbortController();
-      running.set(req.id, cancelled);
+      // Only an exchange whose calls can be cancelled pays for a controller per call.
+      const cancelled = opts.isCancel ? new AbortController() : undefined;
+      if (cancelled) running.set(req.id, cancelled);
       withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), async () => {
-        const out = opts.handle(req, opts.isCancel ? AbortSignal.any([ctx.signal, cancelled.signal]) : ctx.signal);
+        const out = opts.handle(req, cancelled ? AbortSignal.any([ctx.signal, cancelled.signal]) : ctx.signal);
         if (!isAsyncIterable(out)) return respond(req.id, await out);
         for await (const result of out) if (!call.cancelled) call.write(respond(req.id, result));
         return undefined; // every item is written
       })
-        .then(
-          (res) => res,
-          (err: unknown) => {
-            ctx.reportUnexpected(err, `/${opts.service}/${method}`);
-            return fail(req.id, toExchangeFailure(err));
-          },
-        )
+        .catch((err: unknown) => {
+          ctx.reportUnexpected(err, `/${opts.service}/${method}`);
+          return fail(req.id, toExchangeFailure(err));
+        })
         .then((res) => {
           running.delete(req.id);
           // A cancelled call's answer has no one waiting for it.
-          if (res && !call.cancelled && !cancelled.signal.aborted) call.write(res);
+          if (res && !call.cancelled && !cancelled?.signal.aborted) call.write(res);
           inFlight--;
           check();
         });
