@@ -3,6 +3,7 @@ import { GatewayError } from '@gw/errors';
 import * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
 import { ExchangeClient } from './grpc/exchange.ts';
+import { INT64_MAX, INT64_MIN } from './int64.ts';
 import type { CallOptions } from './grpc/types.ts';
 
 type Init<S extends Parameters<typeof createClient>[0]['methods'][number]['input']> = MessageInitShape<S>;
@@ -15,8 +16,6 @@ export interface MoneyCalls {
 }
 
 const SERVICE = billingV1.BillingService.typeName;
-const INT64_MAX = 2n ** 63n - 1n;
-const INT64_MIN = -(2n ** 63n);
 
 /**
  * `MoneyCalls` over billing's `Exchange` stream: the same calls, answers and errors as the unary

@@ -1,3 +1,4 @@
+import { isPositiveInt64 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { requireUuid } from './account-keys.ts';
@@ -29,12 +30,10 @@ export interface LedgerPage {
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;
-const CURSOR = /^[1-9][0-9]{0,18}$/;
-const INT64_MAX = 9_223_372_036_854_775_807n;
 
 export async function listLedger(em: EntityManager, accountId: string, cursor: string, limit: number): Promise<LedgerPage> {
   requireUuid(accountId, 'account');
-  if (cursor !== '' && (!CURSOR.test(cursor) || BigInt(cursor) > INT64_MAX)) throw new GatewayError('invalid_request', 'cursor is not a ledger position.');
+  if (cursor !== '' && !isPositiveInt64(cursor)) throw new GatewayError('invalid_request', 'cursor is not a ledger position.');
   const size = limit === 0 ? DEFAULT_PAGE : limit;
   if (size < 1 || size > MAX_PAGE) throw new GatewayError('invalid_request', `limit is 1 to ${MAX_PAGE}.`);
   // One row more than the page tells whether an older page exists. References are

@@ -1,3 +1,4 @@
+import { isPositiveInt64 } from '@gw/contracts';
 import type { FastifyInstance } from 'fastify';
 import type { RouteDeps } from '../app.ts';
 import { queryParam } from '../http/forms.ts';
@@ -5,16 +6,14 @@ import { balancePage, type LedgerLine } from '../views/balance.view.ts';
 import { viewerFor } from './viewer.ts';
 
 const PAGE_SIZE = 25;
-const CURSOR = /^[1-9][0-9]{0,18}$/;
-/** A ledger position: a positive bigint (int64) id, else the first page. */
-const isCursor = (given: string) => CURSOR.test(given) && BigInt(given) <= 9_223_372_036_854_775_807n;
 
 export async function balanceRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   app.get('/balance', async (request, reply) => {
     const ctx = await viewerFor(request, deps);
     const accountId = ctx.member.accountId;
     const given = queryParam(request.query, 'cursor', 19);
-    const cursor = isCursor(given) ? given : '';
+    // A ledger position is a positive int64 id; anything else shows the first page.
+    const cursor = isPositiveInt64(given) ? given : '';
     const [wallet, ledger, { keys }] = await Promise.all([
       deps.billing.getWallet({ accountId }),
       deps.billing.listLedger({ accountId, cursor, limit: PAGE_SIZE }),
