@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { jsonContainers, jsonShape } from '../src/http/json-body.ts';
+import { jsonShape } from '../src/http/json-body.ts';
 
-describe('jsonContainers', () => {
+describe('jsonShape: containers', () => {
   it.each([
     ['nested objects and arrays', '{"a":[1,{"b":[]}],"c":{}}', 5],
     ['braces inside strings do not count', '{"s":"{[{[","t":"say \\"{\\" twice"}', 1],
@@ -9,17 +9,17 @@ describe('jsonContainers', () => {
     ['no containers', '"just a string"', 0],
   ])('%s', (_name, text, expected) => {
     expect(JSON.parse(text)).toBeDefined(); // each case is valid JSON
-    expect(jsonContainers(text, 1_000)).toBe(expected);
+    expect(jsonShape(text, 1_000).containers).toBe(expected);
   });
 
   it('stops counting past the limit', () => {
     const text = `[${'{},'.repeat(1_000_000)}{}]`;
-    expect(jsonContainers(text, 10)).toBe(11);
+    expect(jsonShape(text, 10).containers).toBe(11);
   });
 
   it('skips a long string in one scan, whatever it holds', () => {
     const base64 = 'QUJD'.repeat(2_000_000);
-    expect(jsonContainers(JSON.stringify({ image: base64, text: '{[{['.repeat(1_000) }), 10)).toBe(1);
+    expect(jsonShape(JSON.stringify({ image: base64, text: '{[{['.repeat(1_000) }), 10).containers).toBe(1);
   });
 });
 

@@ -56,11 +56,6 @@ export function jsonShape(text: string, limit: number): { containers: number; de
   return { containers, depth };
 }
 
-/** Objects and arrays in JSON text, counting up to `limit + 1`. */
-export function jsonContainers(text: string, limit: number): number {
-  return jsonShape(text, limit).containers;
-}
-
 /**
  * `application/json` bodies through Fastify's own parser (same prototype-poisoning rules), refused
  * before parsing when they nest deeper than {@link MAX_JSON_DEPTH}, or, when large, hold more than
