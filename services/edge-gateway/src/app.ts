@@ -52,6 +52,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated key; set by the auth hook on every route below the base path. */
     apiKey: KeyRecord;
+    /** The model a generation request resolved to ('' before, or on other routes). */
+    resolvedModel: string;
   }
 }
 
@@ -78,6 +80,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     frameworkErrors,
   });
   app.decorateRequest('apiKey', null as unknown as KeyRecord);
+  app.decorateRequest('resolvedModel', '');
   registerTelemetry(app);
   // The checks before the body (steps 2 and 3) still decide when the body cannot be read.
   registerErrorHandling(app, DEFAULT_BODY_LIMIT, async (request) => {
@@ -90,6 +93,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
     // The Anthropic SDK reads its request id from `request-id`; set before auth and body parsing can fail.
     if (request.routeOptions.config.messagesProtocol === true) reply.header('request-id', request.id);
+  });
+  // A service answering that every route of the request's model cools down: this replica stops
+  // offering the model (listing and resolution) for that long.
+  app.addHook('onError', async (request, _reply, err) => {
+    if (request.resolvedModel !== '') deps.catalogCache.noteFailure(request.resolvedModel, err);
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(

@@ -123,7 +123,6 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
     );
     images = res.images;
   } catch (err) {
-    deps.catalogCache.noteFailure(call.model.id, err);
     return fail(err);
   }
   if (images.length === 0) return fail(new GatewayError('upstream_error', 'The provider returned no image. Nothing was charged.'));

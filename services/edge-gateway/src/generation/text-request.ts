@@ -2,12 +2,12 @@ import { catalogV1, textV1 } from '@gw/contracts';
 import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import { attachService, estimateInputTokensUpperBound, maxOutputTokens, streamFailureEvents, validateRequest, type Dialect } from '@gw/translate';
-import { trace } from '@opentelemetry/api';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { SseWriter, type SseFrame } from '../http/sse.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { beforeAuthorize } from './deferred-rate-limit.ts';
+import { resolveModel } from './resolve-model.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
 
 type Json = Record<string, unknown>;
@@ -21,29 +21,6 @@ const PROTO_DIALECT: Record<ClientDialect, textV1.Dialect> = {
 
 /** A whole answer may take the provider's full text deadline; streams are bounded by their output cap. */
 const GENERATE_TIMEOUT_MS = 11 * 60_000;
-
-/**
- * Looked up at each use: `@opentelemetry/api` is loaded both as ESM (here) and as CommonJS (by the
- * SDK), and a tracer taken at module load, before the service registers the SDK, stays a no-op.
- */
-const tracer = () => trace.getTracer('@gw/edge-gateway');
-
-/**
- * Step 5 in its own span: the catalog's answer for this request comes from the gateway's snapshot
- * of it (no call per request), and the trace still shows the resolution and its outcome.
- */
-export function resolveTraced(deps: GatewayDeps, model: string, endpoint: string): ResolvedModel {
-  return tracer().startActiveSpan('catalog.resolve', { attributes: { 'gen_ai.request.model': model, 'gw.endpoint': endpoint } }, (span) => {
-    try {
-      return deps.catalogCache.resolve(model, endpoint);
-    } catch (err) {
-      span.setAttribute('error.type', err instanceof GatewayError ? err.code : 'error');
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
-}
 
 /** Step 4 of the order of checks: the body in the client's protocol, with every problem named. */
 export function validBody(dialect: Dialect, body: unknown): Json {
@@ -82,7 +59,7 @@ export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialec
   return beforeAuthorize(deps, request, () => {
     deps.switches.assertGenerationAllowed();
     const body = parse(request.body);
-    return { body, model: resolveTraced(deps, body.model as string, endpoint) };
+    return { body, model: resolveModel(deps, request, body.model as string, endpoint) };
   });
 }
 
@@ -109,14 +86,9 @@ export async function runText(
     body: Buffer.from(JSON.stringify(call.body)),
     defaultMaxOutputTokens: model.limits.maxOutputTokens,
   };
-  // Every route of the model cooling down: this replica stops offering it for that long.
-  const noteFailure = (err: unknown): never => {
-    deps.catalogCache.noteFailure(model.id, err);
-    throw err;
-  };
   if (call.body.stream === true) {
     const stream = deps.generate.generateStream({ ...req, frameBatches: true }, { timeoutMs: GENERATE_TIMEOUT_MS });
-    await streamText(deps, request, reply, call.dialect, hold, stream).catch(noteFailure);
+    await streamText(deps, request, reply, call.dialect, hold, stream);
     return undefined;
   }
   let res: textV1.GenerateResponse;
@@ -124,7 +96,7 @@ export async function runText(
     res = await deps.generate.generate(req, { timeoutMs: GENERATE_TIMEOUT_MS });
   } catch (err) {
     await releaseHold(deps.money, hold, request.log);
-    return noteFailure(err);
+    throw err;
   }
   const charge = await settleText(deps, request.log, hold, res.usage);
   const answer = JSON.parse(Buffer.from(res.body).toString('utf8')) as Json;

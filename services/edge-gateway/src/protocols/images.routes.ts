@@ -5,6 +5,7 @@ import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { imagesBody, runImageJob, type ImageJobCall } from '../generation/image-job.ts';
 import { assertSizeFits, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../generation/image-request.ts';
+import { resolveModel } from '../generation/resolve-model.ts';
 
 const JOB_ID = /^imgjob_[0-9a-f]{32}$/;
 
@@ -18,7 +19,7 @@ function prepare(
   deps.switches.assertGenerationAllowed();
   const key = idempotencyKeyOf(request.headers);
   const body = parse(request.body);
-  const model = deps.catalogCache.resolve(body.model, endpoint);
+  const model = resolveModel(deps, request, body.model, endpoint);
   assertSizeFits(body.size, model);
   return { endpoint, request: body, model, idempotency: key === undefined ? undefined : { key, bodyHash: bodyHash(request.body) } };
 }

@@ -3,6 +3,7 @@ import { GatewayError } from '@gw/errors';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
+import { resolveModel } from '../generation/resolve-model.ts';
 import { preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
 
 /** The three imitated text protocols: same pipeline, each in its own dialect. */
@@ -71,19 +72,14 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   app.post('/messages/count_tokens', { config: { messagesProtocol: true, generation: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS['messages/count_tokens'] }, async (request) => {
     deps.switches.assertGenerationAllowed();
     const body = countTokensBody(request.body);
-    const model = deps.catalogCache.resolve(body.model as string, 'messages/count_tokens');
-    const res = await deps.text
-      .countTokens({
-        requestId: request.id,
-        dialect: textV1.Dialect.MESSAGES,
-        publicModel: model.id,
-        routes: routesOf(model),
-        body: Buffer.from(JSON.stringify(body)),
-      })
-      .catch((err: unknown) => {
-        deps.catalogCache.noteFailure(model.id, err);
-        throw err;
-      });
+    const model = resolveModel(deps, request, body.model as string, 'messages/count_tokens');
+    const res = await deps.text.countTokens({
+      requestId: request.id,
+      dialect: textV1.Dialect.MESSAGES,
+      publicModel: model.id,
+      routes: routesOf(model),
+      body: Buffer.from(JSON.stringify(body)),
+    });
     return { input_tokens: Number(res.inputTokens) };
   });
 }

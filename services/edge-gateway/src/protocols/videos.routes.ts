@@ -9,6 +9,7 @@ import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { createdJobBody, jobStatusBody, VIDEO_JOB_ID, videoJobNotFound } from '../generation/video-job-view.ts';
 import { assertFramesFit, parseVideoBody, VIDEO_BODY_LIMIT } from '../generation/video-request.ts';
+import { resolveModel } from '../generation/resolve-model.ts';
 
 const ENDPOINT = 'videos/generations';
 /** Creation is two billing calls and two transactions in video-jobs, each bounded well below this. */
@@ -28,7 +29,7 @@ export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
     deps.switches.assertGenerationAllowed();
     const key = idempotencyKeyOf(request.headers);
     const body = parseVideoBody(request.body);
-    const model = deps.catalogCache.resolve(body.model, ENDPOINT);
+    const model = resolveModel(deps, request, body.model, ENDPOINT);
     assertFramesFit(body, model);
     const creation = {
       accountId: request.apiKey.accountId,

@@ -1,0 +1,32 @@
+import { GatewayError } from '@gw/errors';
+import { trace } from '@opentelemetry/api';
+import type { FastifyRequest } from 'fastify';
+import type { GatewayDeps } from '../app.ts';
+import type { ResolvedModel } from '../state/catalog-cache.ts';
+
+/**
+ * Looked up at each use: `@opentelemetry/api` is loaded both as ESM (here) and as CommonJS (by the
+ * SDK), and a tracer taken at module load, before the service registers the SDK, stays a no-op.
+ */
+const tracer = () => trace.getTracer('@gw/edge-gateway');
+
+/**
+ * Step 5 of the order of checks, for every generation route, in its own span: the catalog's
+ * answer comes from the gateway's snapshot of it (no call per request), and the trace still shows
+ * the resolution and its outcome. The request remembers its model, so that a service's answer
+ * that every route of it is cooling down is noted in one place (the app's `onError` hook).
+ */
+export function resolveModel(deps: GatewayDeps, request: FastifyRequest, model: string, endpoint: string): ResolvedModel {
+  const resolved = tracer().startActiveSpan('catalog.resolve', { attributes: { 'gen_ai.request.model': model, 'gw.endpoint': endpoint } }, (span) => {
+    try {
+      return deps.catalogCache.resolve(model, endpoint);
+    } catch (err) {
+      span.setAttribute('error.type', err instanceof GatewayError ? err.code : 'error');
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+  request.resolvedModel = resolved.id;
+  return resolved;
+}
