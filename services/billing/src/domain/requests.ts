@@ -2,7 +2,7 @@ import { billingV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Counter, Meter } from '@opentelemetry/api';
-import { AccountBatcher, applyOpsNow, toGatewayError, type MoneyResult } from './money.ts';
+import { MoneyBatcher, applyBatchNow, toGatewayError, type MoneyResult } from './money.ts';
 import { creditsFor, type BillingUnit } from './pricing.ts';
 import type { RateDefaults } from './rate-limit.ts';
 
@@ -30,10 +30,10 @@ function ok(r: MoneyResult): MoneyResult {
 /**
  * The request lifecycle in credits: authorize (hold the worst case), then settle (charge the
  * actual cost) or release (charge nothing), and refund a settled charge. Each call goes through
- * the per-account batcher into `apply_ops`, so it is one transaction and idempotent by request id.
+ * the batcher into `apply_ops`, so it is one transaction and idempotent by request id.
  */
 export class RequestMoney {
-  readonly #batcher: AccountBatcher;
+  readonly #batcher: MoneyBatcher;
   readonly #charged: Counter | undefined;
 
   readonly #now: () => Date;
@@ -42,7 +42,7 @@ export class RequestMoney {
   constructor(orm: MikroORM, now: () => Date = () => new Date(), meter?: Meter, rateDefaults: RateDefaults = { perSecond: 50, perMinute: 1_500 }) {
     this.#now = now;
     this.#rateDefaults = rateDefaults;
-    this.#batcher = new AccountBatcher((accountId, ops) => applyOpsNow(orm, accountId, ops, now()));
+    this.#batcher = new MoneyBatcher((groups) => applyBatchNow(orm, groups, now()));
     this.#charged = meter?.createCounter('billing.credits.charged', { unit: '{credit}', description: 'Credits charged by settled requests' });
   }
 

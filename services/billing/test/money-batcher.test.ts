@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { getBalance } from '../src/domain/accounts.ts';
+import { applyBatchNow, MoneyBatcher, type AccountOps, type MoneyOp } from '../src/domain/money.ts';
+import { account, billingOrm, expectAuditClean } from './support.ts';
+
+const hold = (requestId: string, keyId: string, amount: number): MoneyOp => ({
+  op: 'authorize',
+  request_id: requestId,
+  key_id: keyId,
+  amount: String(amount),
+  worst_tokens: '0',
+  text: false,
+  endpoint: 'images/generations',
+  model: 'm',
+  unit: 'image',
+  price: '1',
+});
+const settle = (requestId: string, charge: number): MoneyOp => ({
+  op: 'settle',
+  request_id: requestId,
+  unit: 'image',
+  price: '1',
+  charge: String(charge),
+  input_tokens: '0',
+  output_tokens: '0',
+  total_tokens: '0',
+  images: 1,
+  seconds: 0,
+  reconcile: false,
+});
+
+describe('the money batcher: many accounts in one transaction, on real Postgres', () => {
+  let orm: MikroORM;
+  /** Every statement the batchers under test sent: the accounts of each. */
+  let statements: string[][];
+  const counted = (groups: AccountOps[]) => {
+    statements.push(groups.map((g) => g.accountId));
+    return applyBatchNow(orm, groups, new Date());
+  };
+
+  beforeAll(async () => {
+    orm = await billingOrm();
+  });
+  afterEach(() => expectAuditClean(orm));
+  afterAll(() => orm?.close());
+
+  it('applies what queued behind a lone operation together: one statement for twenty accounts, each exact', async () => {
+    statements = [];
+    const batcher = new MoneyBatcher(counted, { lanes: 1 });
+    const accounts = await Promise.all(Array.from({ length: 20 }, () => account(orm, 1_000n)));
+    const requests = accounts.map((a) => ({ ...a, requestId: randomUUID() }));
+    const held = await Promise.all(requests.map((r, i) => batcher.submit(r.accountId, hold(r.requestId, r.keyId, 100 + i))));
+    expect(held.map((r) => r.balance_after)).toEqual(requests.map((_, i) => String(900 - i)));
+    // The first went alone, at once; the other nineteen queued behind it and went as one.
+    expect(statements.map((s) => s.length)).toEqual([1, 19]);
+
+    const settled = await Promise.all(requests.map((r, i) => batcher.submit(r.accountId, settle(r.requestId, i))));
+    expect(settled.map((r) => [r.credit_charged, r.balance_after])).toEqual(requests.map((_, i) => [String(i), String(1_000 - i)]));
+    for (const [i, r] of requests.entries()) expect(await getBalance(orm.em.fork(), r.accountId)).toBe(1_000n - BigInt(i));
+  });
+
+  it("keeps each account's operations in the order they came, across lanes", async () => {
+    statements = [];
+    const batcher = new MoneyBatcher(counted, { lanes: 4 });
+    const { accountId, keyId } = await account(orm, 10_000n);
+    const ids = Array.from({ length: 30 }, () => randomUUID());
+    // Each settle is submitted right behind its hold, without waiting: it must never come first.
+    const results = await Promise.all(ids.flatMap((id) => [batcher.submit(accountId, hold(id, keyId, 50)), batcher.submit(accountId, settle(id, 10))]));
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(results.filter((_, i) => i % 2 === 1).map((r) => r.credit_charged)).toEqual(ids.map(() => '10'));
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(10_000n - 300n);
+    // An account is in one lane at a time: its statements never overlapped, so they were serial.
+    expect(statements.length).toBeGreaterThan(1);
+  });
+
+  it("one account's failure is not another's: a batch that fails as a whole is tried account by account", async () => {
+    statements = [];
+    const batcher = new MoneyBatcher(counted, { lanes: 1 });
+    const good = await Promise.all(Array.from({ length: 3 }, () => account(orm, 500n)));
+    const blocker = await account(orm, 500n);
+    const first = batcher.submit(blocker.accountId, hold(randomUUID(), blocker.keyId, 1));
+    const outcomes = await Promise.allSettled([
+      ...good.map((a) => batcher.submit(a.accountId, hold(randomUUID(), a.keyId, 200))),
+      batcher.submit('not-an-account-id', hold(randomUUID(), good[0]!.keyId, 1)),
+    ]);
+    await first;
+    expect(outcomes.slice(0, 3).map((o) => o.status === 'fulfilled' && o.value.balance_after)).toEqual(['300', '300', '300']);
+    expect(outcomes[3]!.status).toBe('rejected');
+    // The batch of four failed on the bad id; then each account went alone.
+    expect(statements.map((s) => s.length)).toEqual([1, 4, 1, 1, 1, 1]);
+  });
+
+  it('two replicas batching the same accounts in any order neither deadlock nor lose a credit', async () => {
+    const failures: unknown[] = [];
+    const apply = (groups: AccountOps[]) => applyBatchNow(orm, groups, new Date()).catch((err: unknown) => Promise.reject(failures.push(err) && err));
+    const replicas = [new MoneyBatcher(apply), new MoneyBatcher(apply)];
+    const accounts = await Promise.all(Array.from({ length: 8 }, () => account(orm, 100_000n)));
+    const charged = new Map(accounts.map((a) => [a.accountId, 0]));
+    await Promise.all(
+      Array.from({ length: 64 }, async (_, worker) => {
+        const replica = replicas[worker % 2]!;
+        for (let i = 0; i < 10; i++) {
+          const a = accounts[Math.floor(Math.random() * accounts.length)]!;
+          const id = randomUUID();
+          const h = await replica.submit(a.accountId, hold(id, a.keyId, 30));
+          expect(h.ok).toBe(true);
+          const s = await replica.submit(a.accountId, settle(id, 7));
+          expect(s.credit_charged).toBe('7');
+          charged.set(a.accountId, charged.get(a.accountId)! + 7);
+        }
+      }),
+    );
+    for (const a of accounts) expect(await getBalance(orm.em.fork(), a.accountId)).toBe(100_000n - BigInt(charged.get(a.accountId)!));
+    // Not one batch failed (a deadlock would have, and then gone account by account).
+    expect(failures).toEqual([]);
+  });
+});
