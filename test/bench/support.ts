@@ -116,16 +116,29 @@ export async function startBenchSystem(): Promise<{ system: RunningSystem; apiKe
   };
   try {
     await seedDemoModels(system);
-    const billing = createClient(billingV1.BillingService, system.billingAddr);
-    const { accountId } = await billing.createAccount({ name: 'bench' });
-    await billing.topUp({ accountId, credits: 1_000_000_000_000n, reference: `bench-${accountId}` });
-    const { apiKey, keyId } = await billing.createApiKey({ accountId, name: 'bench' });
-    billing.close();
+    const [first] = await fundedAccounts(system, 1);
     await new Promise((r) => setTimeout(r, 1_500)); // the gateway reloads the catalog on the change event
-    return { system, apiKey, accountId, keyId, stop };
+    return { system, ...first!, stop };
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** `count` accounts funded far beyond any run, each with an API key. */
+export async function fundedAccounts(system: RunningSystem, count: number): Promise<Array<{ apiKey: string; accountId: string; keyId: string }>> {
+  const billing = createClient(billingV1.BillingService, system.billingAddr);
+  try {
+    const accounts = [];
+    for (let i = 0; i < count; i++) {
+      const { accountId } = await billing.createAccount({ name: `bench-${i}` });
+      await billing.topUp({ accountId, credits: 1_000_000_000_000n, reference: `bench-${accountId}` });
+      const { apiKey, keyId } = await billing.createApiKey({ accountId, name: 'bench' });
+      accounts.push({ apiKey, accountId, keyId });
+    }
+    return accounts;
+  } finally {
+    billing.close();
   }
 }
 

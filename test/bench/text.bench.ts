@@ -1,4 +1,4 @@
-import { chatBody, loadFor, percentile, post, processRoundTrip, startBenchSystem, type Sample } from './support.ts';
+import { chatBody, fundedAccounts, loadFor, percentile, post, processRoundTrip, startBenchSystem, type Sample } from './support.ts';
 
 /**
  * `pnpm bench:text`: the gateway's overhead on the text path. In one run, on this machine, the
@@ -6,8 +6,10 @@ import { chatBody, loadFor, percentile, post, processRoundTrip, startBenchSystem
  * whole gateway (auth, rate limit, resolution, hold, text service, settle), non-streaming and
  * streaming (time to first token), at 1 and at 32 connections, in alternating one-second slices.
  * Reports requests per second, p50 and p99, the gateway's added latency and its throughput ratio
- * to the direct baseline. Also the machine's own hop cost (a bare round trip between two
- * processes), to compare runs on machines of different speed.
+ * to the direct baseline. The non-streaming run at 32 connections is repeated with requests spread
+ * over 32 accounts, as a gateway's traffic comes, beside the one hot account of the other runs.
+ * Also the machine's own hop cost (a bare round trip between two processes), to compare runs on
+ * machines of different speed.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const LOW = 1;
@@ -88,6 +90,14 @@ try {
       rows.push([`${label}, ${c} connection${c > 1 ? 's' : ''}`, direct, through]);
     }
   }
+  const keys = (await fundedAccounts(system, HIGH)).map((a) => ({ authorization: `Bearer ${a.apiKey}` }));
+  let next = 0;
+  const [direct, through] = await compare(
+    HIGH,
+    () => post(sim, simAuth, plain, '"choices"'),
+    () => post(gw, keys[next++ % keys.length]!, plain, '"choices"'),
+  );
+  rows.push([`non-streaming, ${HIGH} connections, ${HIGH} accounts`, direct, through]);
 
   const lines = [
     `text benchmark: ${SECONDS} s per side of each run (alternating 1 s slices), node ${process.version}, whole system and load generator on this machine`,
