@@ -135,6 +135,32 @@ describe('job worker: drives jobs with the provider (real Postgres)', () => {
     expect([j.status, j.failureReason]).toEqual(['failed', 'timed_out']);
   });
 
+  it('an actual duration no provider could mean is left out; the job completes', async () => {
+    provider = new ScriptedProvider();
+    provider.createScripts.push([RUNNING, { state: 'completed', actualDurationSeconds: 3_000_000_000 }]);
+    const view = await newJob();
+    const done = await runUntilFinal(view.jobId);
+    expect([done.status, done.actualDurationSeconds ?? null]).toEqual(['completed', null]);
+  });
+
+  it('a job whose answer cannot be recorded is failed (and so refunded) once it is over the maximum time', async () => {
+    provider = new ScriptedProvider();
+    // Postgres refuses a NUL in text: recording this completion fails every time.
+    provider.createScripts.push([RUNNING, { state: 'completed', contentRef: 'video\u0000ref' }]);
+    const view = await newJob();
+    const w = worker();
+    for (let i = 0; i < 4; i++) {
+      await w.runOnce();
+      clock.advance(31_000); // past the lease the failed round keeps
+    }
+    expect((await job(view.jobId)).status).toBe('running'); // not yet over the maximum time: retried
+    clock.advance(settings.maxJobMs);
+    await w.runOnce();
+    const j = await job(view.jobId);
+    expect([j.status, j.failureReason]).toEqual(['failed', 'timed_out']);
+    expect((await outboxEvents(orm)).filter((e) => e.failed?.jobId === view.jobId)).toHaveLength(1);
+  });
+
   it('two workers never drive the same job at once (for update skip locked + lease)', async () => {
     provider = new ScriptedProvider();
     let open!: () => void;

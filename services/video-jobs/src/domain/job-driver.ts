@@ -29,6 +29,16 @@ export interface DriverDeps {
   settings: DriverSettings;
 }
 
+/** The longest actual duration believed of a provider (a day): past it, the figure is not shown. */
+const MAX_ACTUAL_SECONDS = 86_400;
+
+/** A provider's actual duration in whole seconds, or undefined when it is not a plausible one. */
+function plausibleSeconds(seconds: number | undefined): number | undefined {
+  if (seconds === undefined || !Number.isFinite(seconds)) return undefined;
+  const whole = Math.round(seconds);
+  return whole >= 1 && whole <= MAX_ACTUAL_SECONDS ? whole : undefined;
+}
+
 /** Provider rejections that name a safety system; such a job fails as `safety`. */
 const SAFETY = /moderation|safety|content.policy|policy.violation|blocked/i;
 
@@ -53,6 +63,13 @@ export class JobDriver {
     } catch (err) {
       if (signal.aborted) {
         await releaseLease(this.#deps.orm.em, leased, this.#deps.clock());
+        return;
+      }
+      // Whatever keeps failing (an answer that cannot be recorded, say), a job past its maximum
+      // time ends: it fails, and so is refunded, instead of being retried forever.
+      if (this.#overdue(leased, this.#deps.clock())) {
+        this.#deps.logger.error({ err, jobId: leased.job.id }, 'driving an overdue video job failed; failing it');
+        await this.#fail(leased, 'timed_out');
         return;
       }
       throw err;
@@ -140,8 +157,9 @@ export class JobDriver {
     }
     const now = clock();
     if (status.state === 'completed') {
+      const actual = plausibleSeconds(status.actualDurationSeconds);
       await recordCompleted(orm.em, leased, now, {
-        ...(status.actualDurationSeconds === undefined ? {} : { actualDurationSeconds: Math.round(status.actualDurationSeconds) }),
+        ...(actual === undefined ? {} : { actualDurationSeconds: actual }),
         ...(status.contentRef === undefined ? {} : { contentRef: status.contentRef }),
       });
       logger.info({ jobId: job.id }, 'video job completed');
