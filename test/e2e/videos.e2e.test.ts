@@ -246,6 +246,8 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
     ['a duration other than 4, 6 or 8', { model: 'sora-sim', duration_seconds: 5 }, /duration_seconds is required and must be 4, 6 or 8/],
     ['an unknown aspect ratio', { model: 'sora-sim', aspect_ratio: '4:3' }, /aspect_ratio must be "16:9" or "9:16"/],
     ['a prompt over 4000 characters', { model: 'sora-sim', prompt: 'x'.repeat(4001) }, /prompt must be at most 4000 characters/],
+    ['a prompt of 4000 emoji and one more', { model: 'sora-sim', prompt: '🐱'.repeat(4001) }, /prompt must be at most 4000 characters/],
+    ['a prompt with a NUL character', { model: 'sora-sim', prompt: 'a\u0000b' }, /prompt must not contain the NUL character/],
     ['a frame that is not the declared image type', { model: 'veo-sim', image: { b64_json: JPEG_B64, mime_type: 'image/png' } }, /declared as image\/png/],
   ])('refuses %s with invalid_request, before any charge or provider call', async (_what, fields, message) => {
     const before = await balanceOf(system, account.accountId);

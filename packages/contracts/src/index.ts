@@ -14,3 +14,4 @@ export { ExchangeClient, isExchangeUnsupported, serveExchange, toExchangeFailure
 export { createMoneyExchange, type MoneyCalls } from './billing-exchange.ts';
 export { createGenerateExchange, NO_CALL_IN_MESSAGE, type GenerateCalls } from './text-exchange.ts';
 export { INT64_MAX, INT64_MIN, isPositiveInt64 } from './int64.ts';
+export { withinCharacters } from './characters.ts';

@@ -227,7 +227,7 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
 
   it('refuses what the worker could not run', async () => {
     const acct = account();
-    for (const bad of [{ durationSeconds: 5 }, { aspectRatio: '4:3' }, { prompt: 'x'.repeat(4001) }, { prompt: '  ' }]) {
+    for (const bad of [{ durationSeconds: 5 }, { aspectRatio: '4:3' }, { prompt: 'x'.repeat(4001) }, { prompt: '  ' }, { prompt: 'a\u0000b' }]) {
       await expect(creator().create(createRequest(acct, bad))).rejects.toMatchObject({ code: 'invalid_request' });
     }
     await expect(creator().create(createRequest(acct, { routes: [] }))).rejects.toMatchObject({ code: 'model_temporarily_unavailable' });

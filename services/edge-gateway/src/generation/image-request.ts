@@ -1,3 +1,4 @@
+import { withinCharacters } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { decodeImageInput, MAX_IMAGE_INPUT_JSON_BYTES, type DecodedImage, type ImageMimeType } from './image-input.ts';
@@ -46,7 +47,7 @@ function commonProblems(body: Json): string[] {
   const problems: string[] = [];
   if (typeof body.model !== 'string' || body.model === '') problems.push('model is required (a model id from GET /models)');
   if (typeof body.prompt !== 'string' || body.prompt.trim() === '') problems.push('prompt is required (a non-empty string)');
-  else if ([...body.prompt].length > MAX_PROMPT_CHARS) problems.push(`prompt must be at most ${MAX_PROMPT_CHARS} characters`);
+  else if (!withinCharacters(body.prompt, MAX_PROMPT_CHARS)) problems.push(`prompt must be at most ${MAX_PROMPT_CHARS} characters`);
   if (body.n !== undefined && body.n !== null && !(Number.isInteger(body.n) && (body.n as number) >= 1 && (body.n as number) <= MAX_IMAGES)) {
     problems.push(`n must be an integer from 1 to ${MAX_IMAGES}`);
   }

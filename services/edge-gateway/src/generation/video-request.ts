@@ -1,3 +1,4 @@
+import { withinCharacters } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { decodeImageInput, MAX_IMAGE_INPUT_JSON_BYTES, type DecodedImage } from './image-input.ts';
@@ -47,7 +48,9 @@ export function parseVideoBody(raw: unknown): VideoRequest {
   const problems: string[] = [];
   if (typeof body.model !== 'string' || body.model === '') problems.push('model is required (a VIDEO model id from GET /models)');
   if (typeof body.prompt !== 'string' || body.prompt.trim() === '') problems.push('prompt is required (a non-empty string)');
-  else if ([...body.prompt].length > MAX_PROMPT_CHARS) problems.push(`prompt must be at most ${MAX_PROMPT_CHARS} characters`);
+  else if (!withinCharacters(body.prompt, MAX_PROMPT_CHARS)) problems.push(`prompt must be at most ${MAX_PROMPT_CHARS} characters`);
+  // Stored until the job is submitted, and Postgres text cannot hold a NUL.
+  else if (body.prompt.includes('\u0000')) problems.push('prompt must not contain the NUL character (U+0000)');
   if (!(typeof body.duration_seconds === 'number' && VIDEO_DURATIONS.includes(body.duration_seconds))) {
     problems.push('duration_seconds is required and must be 4, 6 or 8');
   }

@@ -1,4 +1,4 @@
-import { mediaV1, type catalogV1 } from '@gw/contracts';
+import { mediaV1, withinCharacters, type catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { fetchProviderImage, malformed, ProviderError, type FallbackRouter, type GeneratedImage, type ProviderAdapter, type ProviderRegistry } from '@gw/providers';
 import type { Logger } from '@gw/service-kit';
@@ -46,7 +46,7 @@ interface ImageCall {
 function callOf(req: mediaV1.RunImageJobRequest, operation: ImageOperationName): ImageCall {
   const problems: string[] = [];
   if (req.jobId === '' || req.accountId === '') problems.push('job_id and account_id are required');
-  if (req.prompt.trim() === '' || [...req.prompt].length > MAX_PROMPT_CHARS) problems.push(`prompt must have 1 to ${MAX_PROMPT_CHARS} characters`);
+  if (req.prompt.trim() === '' || !withinCharacters(req.prompt, MAX_PROMPT_CHARS)) problems.push(`prompt must have 1 to ${MAX_PROMPT_CHARS} characters`);
   if (req.n < 1 || req.n > MAX_IMAGES) problems.push(`n must be 1 to ${MAX_IMAGES}`);
   if (req.outputMimeType !== '' && !MIME_TYPES.includes(req.outputMimeType)) problems.push('output_mime_type is not supported');
   const source = req.source;

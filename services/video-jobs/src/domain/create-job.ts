@@ -72,7 +72,13 @@ export class JobCreator {
       durationSeconds: req.durationSeconds,
       pricePerSecond: req.pricePerSecond,
     };
-    await this.#insertPending(req, facts);
+    await this.#insertPending(req, facts).catch((err: unknown) => {
+      if (err instanceof GatewayError) throw err;
+      // Nothing is held before this transaction: had it committed after all, the recovery sweep
+      // abandons a pending job that billing never saw.
+      logger.error({ jobId: facts.id, err }, 'storing a new video job failed');
+      throw new GatewayError('upstream_error', NOT_CHARGED);
+    });
     await this.#step('claimed', facts.id);
 
     try {

@@ -1,4 +1,4 @@
-import type { videoV1 } from '@gw/contracts';
+import { withinCharacters, type videoV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 
 /** Spec 8: the limits of a video request. The gateway checks them first, with the client's wording. */
@@ -24,7 +24,8 @@ export function checkCreateRequest(req: videoV1.CreateJobRequest): void {
   const problems = [
     req.accountId === '' ? 'account_id is required' : null,
     req.publicModel === '' ? 'public_model is required' : null,
-    req.prompt.trim() === '' || [...req.prompt].length > MAX_PROMPT_CHARS ? 'prompt must be 1 to 4000 characters' : null,
+    req.prompt.trim() === '' || !withinCharacters(req.prompt, MAX_PROMPT_CHARS) ? 'prompt must be 1 to 4000 characters' : null,
+    req.prompt.includes('\u0000') ? 'prompt must not contain the NUL character (U+0000)' : null,
     VIDEO_DURATIONS.includes(req.durationSeconds) ? null : 'duration_seconds must be 4, 6 or 8',
     ASPECT_RATIOS.includes(req.aspectRatio) ? null : 'aspect_ratio must be 16:9 or 9:16',
     req.pricePerSecond < 0n ? 'price_per_second must not be negative' : null,
