@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { getBalance } from '../src/domain/accounts.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { getBalance, topUp } from '../src/domain/accounts.ts';
 import { applyBatchNow, MoneyBatcher, type AccountOps, type MoneyOp } from '../src/domain/money.ts';
 import { account, billingOrm, expectAuditClean } from './support.ts';
 
@@ -31,13 +32,21 @@ const settle = (requestId: string, charge: number): MoneyOp => ({
   reconcile: false,
 });
 
+/** How many of the promises settled within `ms`. */
+async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<number> {
+  let done = 0;
+  for (const p of promises) void p.then(() => done++, () => done++);
+  await new Promise((r) => setTimeout(r, ms));
+  return done;
+}
+
 describe('the money batcher: many accounts in one transaction, on real Postgres', () => {
   let orm: MikroORM;
   /** Every statement the batchers under test sent: the accounts of each. */
   let statements: string[][];
-  const counted = (groups: AccountOps[]) => {
+  const counted = (groups: AccountOps[], bounded: boolean) => {
     statements.push(groups.map((g) => g.accountId));
-    return applyBatchNow(orm, groups, new Date());
+    return applyBatchNow(orm, groups, new Date(), bounded);
   };
 
   beforeAll(async () => {
@@ -92,9 +101,41 @@ describe('the money batcher: many accounts in one transaction, on real Postgres'
     expect(statements.map((s) => s.length)).toEqual([1, 4, 1, 1, 1, 1]);
   });
 
+  /** Another writer (a top-up, an event handler, a stuck transaction) holding wallets locked. */
+  async function lockWallets(accountIds: string[]): Promise<Client> {
+    const locker = new Client({ connectionString: inject('databaseUrl'), options: `-c search_path=${orm.config.get('schema') as string}` });
+    await locker.connect();
+    await locker.query('begin');
+    await locker.query('select 1 from wallet where account_id = any($1::uuid[]) for update', [accountIds]);
+    return locker;
+  }
+
+  it('wallets locked by another writer delay only their own accounts: not the lanes, not the accounts batched with them', async () => {
+    statements = [];
+    const batcher = new MoneyBatcher(counted);
+    const locked = await Promise.all([account(orm, 1_000n), account(orm, 1_000n)]);
+    const others = await Promise.all(Array.from({ length: 10 }, () => account(orm, 1_000n)));
+    const locker = await lockWallets(locked.map((a) => a.accountId));
+    // The two locked accounts take both lanes first; the others queue behind them, in one batch.
+    const slow = locked.map((a) => batcher.submit(a.accountId, hold(randomUUID(), a.keyId, 1)));
+    const fast = others.map((a) => batcher.submit(a.accountId, hold(randomUUID(), a.keyId, 1)));
+    const answered = await settledWithin(fast, 1_500);
+    // And a batch that holds a locked account with others: they are answered, and their wallets
+    // are not left locked (a top-up of one goes through).
+    const mixed = [locked[0]!, ...others.slice(0, 4)].map((a) => batcher.submit(a.accountId, hold(randomUUID(), a.keyId, 1)));
+    const mixedAnswered = await settledWithin(mixed.slice(1), 1_000);
+    const topUpDone = await settledWithin([topUp(orm.em.fork(), others[0]!.accountId, 5n, randomUUID())], 1_000);
+    const slowAnswered = await settledWithin(slow, 0);
+    await locker.query('rollback');
+    await locker.end();
+    await Promise.all([...slow, ...fast, ...mixed]);
+    expect({ answered, mixedAnswered, topUpDone, slowAnswered }).toEqual({ answered: 10, mixedAnswered: 4, topUpDone: 1, slowAnswered: 0 });
+  });
+
   it('two replicas batching the same accounts in any order neither deadlock nor lose a credit', async () => {
     const failures: unknown[] = [];
-    const apply = (groups: AccountOps[]) => applyBatchNow(orm, groups, new Date()).catch((err: unknown) => Promise.reject(failures.push(err) && err));
+    const apply = (groups: AccountOps[], bounded: boolean) =>
+      applyBatchNow(orm, groups, new Date(), bounded).catch((err: unknown) => Promise.reject(failures.push(err) && err));
     const replicas = [new MoneyBatcher(apply), new MoneyBatcher(apply)];
     const accounts = await Promise.all(Array.from({ length: 8 }, () => account(orm, 100_000n)));
     const charged = new Map(accounts.map((a) => [a.accountId, 0]));

@@ -121,11 +121,13 @@ export interface AccountOps {
  * Applies the operations of one or more accounts in one statement of its own (one transaction,
  * one commit): the request path. A prepared statement on the ORM's pool, because building it
  * through the ORM cost ~0.2 ms per call, more than Postgres takes to run it. Answers each
- * group's results, in the groups' order.
+ * group's results, in the groups' order. `bounded`: its lock waits end after 200 ms (`apply_batch`),
+ * else one account's statement waits as long as its wallet is locked.
  */
-export async function applyBatchNow(orm: MikroORM, groups: AccountOps[], now: Date): Promise<MoneyResult[][]> {
+export async function applyBatchNow(orm: MikroORM, groups: AccountOps[], now: Date, bounded = true): Promise<MoneyResult[][]> {
   const holdsOnly = groups.every((g) => g.ops.every((o) => o.op === 'authorize'));
-  if (groups.length === 1) {
+  if (!bounded) {
+    if (groups.length !== 1) throw new Error('an unbounded statement takes one account');
     const [{ accountId, ops }] = groups as [AccountOps];
     const rows = await runPrepared<{ r: MoneyResult[] }>(orm, holdsOnly ? APPLY_HOLDS : APPLY, [accountId, JSON.stringify(ops), now.toISOString()]);
     return [checked(rows[0]?.r, ops)];
@@ -148,8 +150,9 @@ interface Pending {
  * each cost Postgres three times the CPU per request. An account is in at most one lane at a
  * time, so its operations apply in the order they came and our own batches never wait on each
  * other's wallet locks; different accounts still run in parallel lanes. A lone operation is
- * applied at once, so it waits for nothing. If a batch of several accounts fails, each account
- * is tried on its own, so one account's failure is not another's.
+ * applied at once, so it waits for nothing. If a batch of several accounts fails (its lock waits
+ * are bounded, so a wallet locked elsewhere fails it fast), each account is tried on its own, so
+ * one account's failure or wait is not another's.
  */
 export class MoneyBatcher {
   /** Accounts not in a lane that have operations queued, in the order they first came. */
@@ -157,12 +160,12 @@ export class MoneyBatcher {
   /** Operations of accounts in a lane, queued until that lane is done. */
   readonly #behind = new Map<string, Pending[]>();
   readonly #inLane = new Set<string>();
-  readonly #apply: (groups: AccountOps[]) => Promise<MoneyResult[][]>;
+  readonly #apply: (groups: AccountOps[], bounded: boolean) => Promise<MoneyResult[][]>;
   readonly #maxLanes: number;
   readonly #maxOps: number;
   #lanes = 0;
 
-  constructor(apply: (groups: AccountOps[]) => Promise<MoneyResult[][]>, opts: { lanes?: number; maxOps?: number } = {}) {
+  constructor(apply: (groups: AccountOps[], bounded: boolean) => Promise<MoneyResult[][]>, opts: { lanes?: number; maxOps?: number } = {}) {
     this.#apply = apply;
     this.#maxLanes = opts.lanes ?? 2;
     this.#maxOps = opts.maxOps ?? 200;
@@ -197,30 +200,46 @@ export class MoneyBatcher {
   }
 
   async #run(batch: Array<{ accountId: string; pending: Pending[] }>): Promise<void> {
-    const alone = (group: (typeof batch)[number]) => this.#settle([group]).catch((err: unknown) => group.pending.forEach((p) => p.reject(err)));
+    let apart = false;
     try {
-      if (batch.length === 1) await alone(batch[0]!);
-      else {
-        // Failed as a whole, nothing of it committed (or, if the answer was lost after the
-        // commit, a replay changes nothing: every op is idempotent by request id).
-        await this.#settle(batch).catch(() => Promise.all(batch.map(alone)));
-      }
+      await this.#settle(batch, true).catch(() => {
+        // Failed as a whole (a lock wait timed out, say): nothing of it committed, or if the
+        // answer was lost after the commit, a replay changes nothing (every op is idempotent by
+        // request id). Each account goes on its own, outside the lanes and without a bound on
+        // its wait, and is free again as soon as its own statement is done: a wallet locked
+        // elsewhere delays only its own account.
+        apart = true;
+        for (const group of batch) {
+          void this.#settle([group], false)
+            .catch((err: unknown) => group.pending.forEach((p) => p.reject(err)))
+            .finally(() => this.#release([group]));
+        }
+      });
     } finally {
       this.#lanes--;
-      for (const { accountId } of batch) {
-        this.#inLane.delete(accountId);
-        const queue = this.#behind.get(accountId);
-        if (queue) {
-          this.#behind.delete(accountId);
-          this.#ready.set(accountId, queue);
-        }
-      }
-      this.#pump();
+      if (apart) this.#pump();
+      else this.#release(batch);
     }
   }
 
-  async #settle(batch: Array<{ accountId: string; pending: Pending[] }>): Promise<void> {
-    const results = await this.#apply(batch.map((g) => ({ accountId: g.accountId, ops: g.pending.map((p) => p.op) })));
+  /** The accounts of a finished batch take their queued operations back to the ready queue. */
+  #release(groups: Array<{ accountId: string }>): void {
+    for (const { accountId } of groups) {
+      this.#inLane.delete(accountId);
+      const queue = this.#behind.get(accountId);
+      if (queue) {
+        this.#behind.delete(accountId);
+        this.#ready.set(accountId, queue);
+      }
+    }
+    this.#pump();
+  }
+
+  async #settle(batch: Array<{ accountId: string; pending: Pending[] }>, bounded: boolean): Promise<void> {
+    const results = await this.#apply(
+      batch.map((g) => ({ accountId: g.accountId, ops: g.pending.map((p) => p.op) })),
+      bounded,
+    );
     batch.forEach((g, i) => g.pending.forEach((p, j) => p.resolve(results[i]![j]!)));
   }
 }

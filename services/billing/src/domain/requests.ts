@@ -42,7 +42,7 @@ export class RequestMoney {
   constructor(orm: MikroORM, now: () => Date = () => new Date(), meter?: Meter, rateDefaults: RateDefaults = { perSecond: 50, perMinute: 1_500 }) {
     this.#now = now;
     this.#rateDefaults = rateDefaults;
-    this.#batcher = new MoneyBatcher((groups) => applyBatchNow(orm, groups, now()));
+    this.#batcher = new MoneyBatcher((groups, bounded) => applyBatchNow(orm, groups, now(), bounded));
     this.#charged = meter?.createCounter('billing.credits.charged', { unit: '{credit}', description: 'Credits charged by settled requests' });
   }
 

@@ -1,0 +1,31 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * `apply_batch` of migration 006, waiting at most 200 ms for any lock. A batch that meets a wallet
+ * locked by another writer (a top-up, an event handler, a stuck transaction) would otherwise hold
+ * every account in it, and the wallets it already locked, for as long as that writer takes. Timed
+ * out, the batch fails as a whole and the batcher applies each account on its own, so only the
+ * locked account waits. Set inside the function, whose own settings end with it.
+ */
+export class Migration007BatchLockTimeout extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`
+create or replace function "apply_batch"(p_groups jsonb, p_now timestamptz) returns jsonb
+language plpgsql set search_path from current as $fn$
+declare
+  v_out jsonb := '{}'::jsonb;
+  v_group record;
+begin
+  perform set_config('lock_timeout', '200ms', true);
+  for v_group in
+    select g.value, g.position from jsonb_array_elements(p_groups) with ordinality as g(value, position)
+     order by (g.value->>'account')::uuid
+  loop
+    v_out := v_out || jsonb_build_object(v_group.position::text,
+      "apply_ops"((v_group.value->>'account')::uuid, v_group.value->'ops', p_now));
+  end loop;
+  return v_out;
+end
+$fn$`);
+  }
+}
