@@ -5,7 +5,12 @@ import { Migration } from '@mikro-orm/migrations';
  * and one commit. Each account's operations run through `apply_ops` unchanged. Accounts are
  * taken in one fixed order (their ids), so two batches that share accounts lock wallets in the
  * same order and wait for each other instead of deadlocking. Answers an object from each group's
- * position (1-based, as sent) to its `apply_ops` results.
+ * position (1-based, as sent) to its `apply_ops` results. Waits at most 200 ms for any lock: a
+ * batch that meets a wallet locked by another writer (a top-up, an event handler, a stuck
+ * transaction) would otherwise hold every account in it, and the wallets it already locked, for
+ * as long as that writer takes. Timed out, the batch fails as a whole and the batcher applies
+ * each account on its own, so only the locked account waits. Set inside the function, whose own
+ * settings end with it.
  */
 export class Migration006ApplyBatch extends Migration {
   override async up(): Promise<void> {
@@ -16,6 +21,7 @@ declare
   v_out jsonb := '{}'::jsonb;
   v_group record;
 begin
+  perform set_config('lock_timeout', '200ms', true);
   for v_group in
     select g.value, g.position from jsonb_array_elements(p_groups) with ordinality as g(value, position)
      order by (g.value->>'account')::uuid
