@@ -29,7 +29,7 @@ await runGrpcService({
   outbox: true,
   register: async ({ orm, nats, env: serviceEnv, logger, meter, onStop }) => {
     const rateDefaults = { perSecond: env.RATE_LIMIT_PER_SECOND, perMinute: env.RATE_LIMIT_PER_MINUTE };
-    const money = new RequestMoney(orm, now, meter, rateDefaults);
+    const money = new RequestMoney(orm, { now, meter, rateDefaults, logger });
     observeQueries(meter, orm, [
       {
         name: 'billing.holds.open',

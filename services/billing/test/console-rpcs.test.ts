@@ -56,7 +56,7 @@ describe('dashboard rpcs on real Postgres', () => {
 
   beforeAll(async () => {
     orm = await billingOrm();
-    money = new RequestMoney(orm, () => clock);
+    money = new RequestMoney(orm, { now: () => clock });
     rpc = billingHandler({ orm, money, rateDefaults: { perSecond: 1000, perMinute: 100_000 }, now: () => new Date() });
     a = await account(orm, 10_000n);
     a2 = (await createApiKey(orm.em.fork(), a.accountId, 'second', null)).keyId;

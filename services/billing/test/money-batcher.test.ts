@@ -86,7 +86,8 @@ describe('the money batcher: many accounts in one transaction, on real Postgres'
 
   it("one account's failure is not another's: a batch that fails as a whole is tried account by account", async () => {
     statements = [];
-    const batcher = new MoneyBatcher(counted, { lanes: 1 });
+    const splits: number[] = [];
+    const batcher = new MoneyBatcher(counted, { lanes: 1, onSplit: (_err, accounts) => splits.push(accounts) });
     const good = await Promise.all(Array.from({ length: 3 }, () => account(orm, 500n)));
     const blocker = await account(orm, 500n);
     const first = batcher.submit(blocker.accountId, hold(randomUUID(), blocker.keyId, 1));
@@ -97,8 +98,9 @@ describe('the money batcher: many accounts in one transaction, on real Postgres'
     await first;
     expect(outcomes.slice(0, 3).map((o) => o.status === 'fulfilled' && o.value.balance_after)).toEqual(['300', '300', '300']);
     expect(outcomes[3]!.status).toBe('rejected');
-    // The batch of four failed on the bad id; then each account went alone.
+    // The batch of four failed on the bad id, and said so once; then each account went alone.
     expect(statements.map((s) => s.length)).toEqual([1, 4, 1, 1, 1, 1]);
+    expect(splits).toEqual([4]);
   });
 
   /** Another writer (a top-up, an event handler, a stuck transaction) holding wallets locked. */

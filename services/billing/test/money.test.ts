@@ -109,7 +109,7 @@ describe('per-key limits, windows and reconciliation', () => {
 
   beforeAll(async () => {
     orm = await billingOrm();
-    money = new RequestMoney(orm, () => clock);
+    money = new RequestMoney(orm, { now: () => clock });
   });
   afterEach(() => expectAuditClean(orm));
   afterAll(() => orm?.close());

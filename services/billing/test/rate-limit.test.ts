@@ -57,7 +57,7 @@ describe('per-account rate limits', () => {
   it('counts text requests inside Authorize with the same windows, and holds nothing when refused', async () => {
     const { accountId, keyId } = await account(orm, 1_000n);
     const t = 1_800_000_060_000; // a whole minute
-    const money = new RequestMoney(orm, () => new Date(t + 200), undefined, defaults);
+    const money = new RequestMoney(orm, { now: () => new Date(t + 200), rateDefaults: defaults });
     const authorize = () =>
       money
         .authorize(create(billingV1.AuthorizeRequestSchema, { requestId: randomUUID(), accountId, keyId, endpoint: 'chat/completions', model: 'm', unit: billingV1.BillingUnit.IMAGE, pricePerUnit: 1n, worstUnits: 1n, checkRateLimit: true }))

@@ -163,12 +163,18 @@ export class MoneyBatcher {
   readonly #apply: (groups: AccountOps[], bounded: boolean) => Promise<MoneyResult[][]>;
   readonly #maxLanes: number;
   readonly #maxOps: number;
+  readonly #onSplit: ((err: unknown, accounts: number) => void) | undefined;
   #lanes = 0;
 
-  constructor(apply: (groups: AccountOps[], bounded: boolean) => Promise<MoneyResult[][]>, opts: { lanes?: number; maxOps?: number } = {}) {
+  /** `onSplit`: told when a batch failed as a whole and its accounts go on one by one. */
+  constructor(
+    apply: (groups: AccountOps[], bounded: boolean) => Promise<MoneyResult[][]>,
+    opts: { lanes?: number; maxOps?: number; onSplit?: (err: unknown, accounts: number) => void } = {},
+  ) {
     this.#apply = apply;
     this.#maxLanes = opts.lanes ?? 2;
     this.#maxOps = opts.maxOps ?? 200;
+    this.#onSplit = opts.onSplit;
   }
 
   submit(accountId: string, op: MoneyOp): Promise<MoneyResult> {
@@ -202,13 +208,14 @@ export class MoneyBatcher {
   async #run(batch: Array<{ accountId: string; pending: Pending[] }>): Promise<void> {
     let apart = false;
     try {
-      await this.#settle(batch, true).catch(() => {
+      await this.#settle(batch, true).catch((whole: unknown) => {
         // Failed as a whole (a lock wait timed out, say): nothing of it committed, or if the
         // answer was lost after the commit, a replay changes nothing (every op is idempotent by
         // request id). Each account goes on its own, outside the lanes and without a bound on
         // its wait, and is free again as soon as its own statement is done: a wallet locked
         // elsewhere delays only its own account.
         apart = true;
+        this.#onSplit?.(whole, batch.length);
         for (const group of batch) {
           void this.#settle([group], false)
             .catch((err: unknown) => group.pending.forEach((p) => p.reject(err)))

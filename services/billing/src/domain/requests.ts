@@ -1,6 +1,7 @@
 import { billingV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Logger } from '@gw/service-kit';
 import type { Counter, Meter } from '@opentelemetry/api';
 import { MoneyBatcher, applyBatchNow, toGatewayError, type MoneyResult } from './money.ts';
 import { creditsFor, type BillingUnit } from './pricing.ts';
@@ -39,11 +40,19 @@ export class RequestMoney {
   readonly #now: () => Date;
   readonly #rateDefaults: RateDefaults;
 
-  constructor(orm: MikroORM, now: () => Date = () => new Date(), meter?: Meter, rateDefaults: RateDefaults = { perSecond: 50, perMinute: 1_500 }) {
+  constructor(orm: MikroORM, opts: { now?: () => Date; meter?: Meter; rateDefaults?: RateDefaults; logger?: Logger } = {}) {
+    const now = opts.now ?? (() => new Date());
     this.#now = now;
-    this.#rateDefaults = rateDefaults;
-    this.#batcher = new MoneyBatcher((groups, bounded) => applyBatchNow(orm, groups, now(), bounded));
-    this.#charged = meter?.createCounter('billing.credits.charged', { unit: '{credit}', description: 'Credits charged by settled requests' });
+    this.#rateDefaults = opts.rateDefaults ?? { perSecond: 50, perMinute: 1_500 };
+    this.#charged = opts.meter?.createCounter('billing.credits.charged', { unit: '{credit}', description: 'Credits charged by settled requests' });
+    // A batch that fails as a whole costs a statement per account and usually means a wallet
+    // locked elsewhere for over 200 ms: worth a line and a count, though no money is at stake.
+    const splits = opts.meter?.createCounter('billing.batches.split', { description: 'Money batches that failed as a whole and went on account by account' });
+    const onSplit = (err: unknown, accounts: number) => {
+      splits?.add(1);
+      opts.logger?.warn({ err, accounts }, 'a money batch failed as a whole; its accounts go on one by one');
+    };
+    this.#batcher = new MoneyBatcher((groups, bounded) => applyBatchNow(orm, groups, now(), bounded), { onSplit });
   }
 
   async authorize(req: billingV1.AuthorizeRequest): Promise<{ held: bigint; balanceAfter: bigint }> {
