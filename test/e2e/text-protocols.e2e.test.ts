@@ -196,6 +196,23 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(JSON.stringify(seen.requests.at(-1)!.body)).toContain(`data:image/png;base64,${png}`);
   });
 
+  it('fields the OpenAI SDK types as nullable may be null, meaning not set, and no null reaches a provider', async () => {
+    const openai = openaiClient(system, account.apiKey);
+    const nulls = { instructions: null, max_output_tokens: null, temperature: null, top_p: null, stream: null };
+    const res = await openai.responses.create({ model: 'gpt-sim-mini', input: 'Hello', ...nulls });
+    expect(res.status).toBe('completed');
+    const lastBody = async (provider: string) =>
+      ((await (await fetch(`${system.simulatorUrl}/_sim/requests?provider=${provider}&limit=1`)).json()) as { requests: Array<{ body: Record<string, unknown> }> }).requests.at(-1)!.body;
+    // Not set, so the model's output cap is sent, as for a request that names none.
+    expect(await lastBody('openai')).toMatchObject({ max_output_tokens: 4096, stream: false });
+    // A compatible server reads only max_tokens: a null there would let it write past the hold.
+    const chat = await openai.chat.completions.create({ model: 'compat-sim-chat', messages: [{ role: 'user', content: 'Hi' }], max_tokens: null, max_completion_tokens: null, temperature: null, stop: null, n: null });
+    expect(chat.choices[0]!.message.content).toMatch(/\S/);
+    const sent = await lastBody('compat');
+    expect(sent.max_tokens).toBe(4096);
+    expect(Object.values(sent)).not.toContain(null);
+  });
+
   it('takes a text body over 1 MiB (a 3 MB image in content), and refuses one over 32 MiB from its length', async () => {
     const png = noisePng(2000, 1200).toString('base64');
     expect(png.length).toBeGreaterThan(3_000_000);

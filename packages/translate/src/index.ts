@@ -20,7 +20,7 @@ import { maxOutputTokens } from './estimate.ts';
 export type { Dialect, OutputEvent, RequestOptions, ResponseContext, SseEvent, StreamFailure, Usage } from './ir.ts';
 export { TranslateError } from './errors.ts';
 export { createStreamTranslator, type StreamTranslator } from './stream.ts';
-export { validateRequest } from './validate.ts';
+export { validateRequest, withoutNullFields } from './validate.ts';
 export { estimateInputTokensUpperBound, maxOutputTokens, IMAGE_TOKEN_ALLOWANCE, REQUEST_TOKEN_ALLOWANCE } from './estimate.ts';
 
 /** chat and responses share these fields unchanged; the other pairs have no common uninterpreted field. */

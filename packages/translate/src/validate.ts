@@ -194,6 +194,23 @@ const VALIDATORS: Record<Dialect, (body: Json, problems: Problems) => void> = {
   gemini: validateGemini,
 };
 
+/** Dialects whose optional top-level fields may be `null`, meaning "not set" (the OpenAI API's). */
+const NULL_MEANS_UNSET: ReadonlySet<Dialect> = new Set(['chat', 'responses']);
+
+/**
+ * The body as the rest of the gateway reads it: in the OpenAI dialects a top-level field sent as
+ * `null` is left out, as OpenAI reads it ("not set": its SDK types `instructions`,
+ * `max_output_tokens`, `temperature`, `stream`… as nullable). Leaving it out, rather than every
+ * reader minding `null`, also keeps a `null` from reaching a provider that reads it otherwise
+ * (a compatible server told `max_tokens: null` would write past the hold's cap). A required
+ * field sent as `null` is then missing, and is refused as such. Other dialects: unchanged.
+ */
+export function withoutNullFields(dialect: Dialect, body: unknown): unknown {
+  if (!NULL_MEANS_UNSET.has(dialect) || !isRecord(body)) return body;
+  if (!Object.values(body).includes(null)) return body;
+  return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null));
+}
+
 /** Human-readable problems with a request body in `dialect`; empty when it is acceptable. */
 export function validateRequest(dialect: Dialect, body: unknown): string[] {
   if (!isRecord(body)) return ['the request body must be a JSON object'];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateRequest, type Dialect } from '../src/index.ts';
+import { validateRequest, withoutNullFields, type Dialect } from '../src/index.ts';
 import { REQUESTS } from './fixtures.ts';
 
 const chat = (extra: Record<string, unknown>) => ({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
@@ -72,5 +72,23 @@ describe('validateRequest', () => {
       'messages[0].content must be a string or an array of content parts',
       'stream must be a boolean, not number',
     ]);
+  });
+});
+
+describe('withoutNullFields: null means "not set" in the OpenAI dialects', () => {
+  it('responses and chat: optional fields sent as null are left out and the body is valid', () => {
+    const nulls = withoutNullFields('responses', responses({ instructions: null, max_output_tokens: null, temperature: null, top_p: null, stream: null }));
+    expect(nulls).toEqual(responses({}));
+    expect(validateRequest('responses', nulls)).toEqual([]);
+    const chatNulls = withoutNullFields('chat', chat({ max_tokens: null, max_completion_tokens: null, stop: null, n: null, stream_options: null, stream: null }));
+    expect(chatNulls).toEqual(chat({}));
+    expect(validateRequest('chat', chatNulls)).toEqual([]);
+  });
+
+  it('a required field sent as null is missing; messages keeps its nulls and refuses them', () => {
+    expect(validateRequest('chat', withoutNullFields('chat', chat({ model: null })))).toEqual(['model is required']);
+    const withNull = messages({ temperature: null });
+    expect(withoutNullFields('messages', withNull)).toBe(withNull);
+    expect(validateRequest('messages', withNull)).toEqual(['temperature must be a number from 0 to 1']);
   });
 });

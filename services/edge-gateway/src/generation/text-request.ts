@@ -1,7 +1,7 @@
 import { catalogV1, textV1 } from '@gw/contracts';
 import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
-import { attachService, estimateInputTokensUpperBound, maxOutputTokens, streamFailureEvents, validateRequest, type Dialect } from '@gw/translate';
+import { attachService, estimateInputTokensUpperBound, maxOutputTokens, streamFailureEvents, validateRequest, withoutNullFields, type Dialect } from '@gw/translate';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { SseWriter, type SseFrame } from '../http/sse.ts';
@@ -22,8 +22,12 @@ const PROTO_DIALECT: Record<ClientDialect, textV1.Dialect> = {
 /** A whole answer may take the provider's full text deadline; streams are bounded by their output cap. */
 const GENERATE_TIMEOUT_MS = 11 * 60_000;
 
-/** Step 4 of the order of checks: the body in the client's protocol, with every problem named. */
-export function validBody(dialect: Dialect, body: unknown): Json {
+/**
+ * Step 4 of the order of checks: the body in the client's protocol, with every problem named. The
+ * body answered is the one the gateway goes on with (see `withoutNullFields`).
+ */
+export function validBody(dialect: Dialect, raw: unknown): Json {
+  const body = withoutNullFields(dialect, raw);
   const problems = validateRequest(dialect, body);
   if (problems.length > 0) throw new GatewayError('invalid_request', `Invalid request: ${problems.join('; ')}.`);
   return body as Json;
