@@ -430,6 +430,18 @@ describe('translateRequest details', () => {
     });
   });
 
+  it("maps structured output to and from the messages protocol's output_config.format (a JSON schema only)", () => {
+    const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
+    const messages = { ...REQUESTS.messages, output_config: { format: { type: 'json_schema', schema } } };
+    expect(translateRequest('messages', 'chat', messages, OPTS).response_format).toEqual({ type: 'json_schema', json_schema: { name: 'response', schema } });
+    expect(translateRequest('messages', 'responses', messages, OPTS).text).toEqual({ format: { type: 'json_schema', name: 'response', schema } });
+    expect(translateRequest('messages', 'gemini', messages, OPTS).generationConfig).toMatchObject({ responseMimeType: 'application/json', responseJsonSchema: schema });
+    const chat = chatBody({ response_format: { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } } });
+    expect(translateRequest('chat', 'messages', chat, OPTS).output_config).toEqual({ format: { type: 'json_schema', schema } });
+    // json_object has no counterpart there: not sent, as the README says.
+    expect(translateRequest('chat', 'messages', chatBody({ response_format: { type: 'json_object' } }), OPTS)).not.toHaveProperty('output_config');
+  });
+
   it('forwards the OpenAI fields chat and responses share, and reasoning effort', () => {
     const body = chatBody({ user: 'u-1', metadata: { team: 'a' }, service_tier: 'flex', reasoning_effort: 'low', logit_bias: { 1: 2 } });
     const out = translateRequest('chat', 'responses', body, OPTS);

@@ -11,6 +11,7 @@ import type {
   Part,
   RequestOptions,
   ResponseContext,
+  ResponseFormat,
   SseEvent,
   StreamEmitter,
   StreamEvent,
@@ -100,6 +101,19 @@ function readToolChoice(value: unknown): { choice?: ToolChoice; parallel?: boole
 /** What the messages SDK reads to continue without server-held threads (its `continue_unthreaded`). */
 const THREAD_UNSUPPORTED = { error_code: 'thread_unsupported_request', unsupported: ['thread'] };
 
+/**
+ * Structured output (`output_config.format`): Anthropic takes a JSON schema only, so a chat or
+ * responses `json_object` has no counterpart and is not sent (README: what translation drops).
+ */
+function readOutputFormat(config: unknown): ResponseFormat | undefined {
+  const format = rec(rec(config).format);
+  return format.type === 'json_schema' ? { type: 'json_schema', name: 'response', schema: rec(format.schema) } : undefined;
+}
+
+function writeOutputFormat(format: ResponseFormat | undefined): Json | undefined {
+  return format?.type === 'json_schema' ? { format: { type: 'json_schema', schema: format.schema } } : undefined;
+}
+
 function parseRequest(body: Json): IrRequest {
   // A thread is conversation history the provider's servers keep; another provider has none of it.
   if (body.thread !== undefined && body.thread !== null) {
@@ -137,6 +151,7 @@ function parseRequest(body: Json): IrRequest {
     topP: num(body.top_p),
     topK: num(body.top_k),
     stop: strList(body.stop_sequences),
+    responseFormat: readOutputFormat(body.output_config),
     stream: body.stream === true,
   };
 }
@@ -204,6 +219,7 @@ function emitRequest(req: IrRequest, opts: RequestOptions): Json {
     top_p: req.topP,
     top_k: req.topK,
     stop_sequences: req.stop,
+    output_config: writeOutputFormat(req.responseFormat),
     stream: opts.stream ? true : undefined,
   });
 }
