@@ -213,6 +213,32 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(Object.values(sent)).not.toContain(null);
   });
 
+  it("the Anthropic SDK's betas reach an Anthropic provider with the request (create, stream, count_tokens), and no other", async () => {
+    const anthropic = anthropicClient(system, account.apiKey);
+    const lastHeaders = async (provider: string) =>
+      ((await (await fetch(`${system.simulatorUrl}/_sim/requests?provider=${provider}&limit=1`)).json()) as { requests: Array<{ path: string; headers: Record<string, string> }> }).requests.at(-1)!;
+    const betas = ['context-management-2025-06-27', 'token-efficient-tools-2025-02-19'];
+    const request = { model: 'claude-sim-sonnet', max_tokens: 32, betas, messages: [{ role: 'user' as const, content: 'hi' }] };
+    await anthropic.beta.messages.create(request);
+    expect((await lastHeaders('anthropic')).headers['anthropic-beta']).toBe(betas.join(','));
+    await anthropic.beta.messages.stream(request).finalMessage();
+    expect((await lastHeaders('anthropic')).headers['anthropic-beta']).toBe(betas.join(','));
+    await anthropic.beta.messages.countTokens({ model: 'claude-sim-sonnet', betas, messages: request.messages });
+    const counted = await lastHeaders('anthropic');
+    expect(counted.path).toBe('/anthropic/v1/messages/count_tokens');
+    expect(counted.headers['anthropic-beta']).toBe(`${betas.join(',')},token-counting-2024-11-01`); // the SDK adds its own
+    // Translated for another provider, the betas mean nothing there and are not sent.
+    await anthropic.beta.messages.create({ ...request, model: 'gpt-sim-mini' });
+    expect((await lastHeaders('openai')).headers).not.toHaveProperty('anthropic-beta');
+    // Headers are bounded like bodies: something that is not a list of names is refused.
+    const bad = await fetch(`${system.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json', 'anthropic-beta': 'a;b=c' },
+      body: JSON.stringify({ model: 'claude-sim-sonnet', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect([bad.status, ((await bad.json()) as { error: { code: string } }).error.code]).toEqual([400, 'invalid_request']);
+  });
+
   it('takes a text body over 1 MiB (a 3 MB image in content), and refuses one over 32 MiB from its length', async () => {
     const png = noisePng(2000, 1200).toString('base64');
     expect(png.length).toBeGreaterThan(3_000_000);

@@ -193,7 +193,7 @@ export class HttpClient {
   }
 
   async #send(call: HttpCall, url: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
-    const headers: Record<string, string> = { accept: 'application/json', ...call.headers };
+    const headers: Record<string, string> = { accept: 'application/json', ...call.options?.nativeHeaders, ...call.headers };
     if (call.json !== undefined) headers['content-type'] = 'application/json';
     const requestId = call.options?.requestId;
     if (requestId !== undefined && REQUEST_ID.test(requestId)) headers['x-request-id'] = requestId;

@@ -52,6 +52,12 @@ export interface CallOptions {
   /** Our request id; sent upstream as `x-request-id` for correlation. */
   requestId?: string;
   /**
+   * Headers of the client's request in the provider's own protocol (Anthropic's `anthropic-beta`),
+   * sent with the call; only for a request that passes through unchanged. Never auth headers:
+   * the provider's own credentials are set after them.
+   */
+  nativeHeaders?: Record<string, string>;
+  /**
    * Token usage of the answer, for telemetry: called with the JSON body of a whole answer, or with
    * no argument when a stream has ended. The caller knows the dialect's usage shape.
    */

@@ -33,6 +33,23 @@ export function validBody(dialect: Dialect, raw: unknown): Json {
   return body as Json;
 }
 
+/** Beta feature names, comma-separated, as the Anthropic SDK's `betas` option sends them. */
+const BETA_LIST = /^[A-Za-z0-9._-]+(?: *, *[A-Za-z0-9._-]+)*$/;
+
+/**
+ * The client's `anthropic-beta` header on a messages route ('' when none): it travels with the
+ * request, so that a request passing through to Anthropic keeps the beta features it names.
+ */
+export function anthropicBeta(request: FastifyRequest): string {
+  const value = request.headers['anthropic-beta'];
+  const joined = Array.isArray(value) ? value.join(',') : (value ?? '');
+  if (joined === '') return '';
+  if (joined.length > 1024 || !BETA_LIST.test(joined)) {
+    throw new GatewayError('invalid_request', 'The anthropic-beta header must be a comma-separated list of beta feature names.');
+  }
+  return joined;
+}
+
 export function routesOf(model: ResolvedModel): catalogV1.Route[] {
   return model.routes.map((r) => create(catalogV1.RouteSchema, r));
 }
@@ -53,6 +70,8 @@ export interface TextCall {
   endpoint: string;
   body: Json;
   model: ResolvedModel;
+  /** The client's `anthropic-beta` header (messages), '' when none. */
+  anthropicBeta?: string;
 }
 
 /**
@@ -63,7 +82,8 @@ export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialec
   return beforeAuthorize(deps, request, () => {
     deps.switches.assertGenerationAllowed();
     const body = parse(request.body);
-    return { body, model: resolveModel(deps, request, body.model as string, endpoint) };
+    const betas = dialect === 'messages' ? anthropicBeta(request) : '';
+    return { body, model: resolveModel(deps, request, body.model as string, endpoint), anthropicBeta: betas };
   });
 }
 
@@ -89,6 +109,7 @@ export async function runText(
     routes: routesOf(model),
     body: Buffer.from(JSON.stringify(call.body)),
     defaultMaxOutputTokens: model.limits.maxOutputTokens,
+    anthropicBeta: call.anthropicBeta ?? '',
   };
   if (call.body.stream === true) {
     const stream = deps.generate.generateStream({ ...req, frameBatches: true }, { timeoutMs: GENERATE_TIMEOUT_MS });

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
-import { preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
+import { anthropicBeta, preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
 
 /** The three imitated text protocols: same pipeline, each in its own dialect. */
 const PROTOCOLS: Array<{ path: 'chat/completions' | 'messages' | 'responses'; dialect: ClientDialect }> = [
@@ -49,8 +49,8 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   for (const { path, dialect } of PROTOCOLS) {
     const config = { deferRateLimit: true, messagesProtocol: dialect === 'messages', generation: true };
     app.post(`/${path}`, { config, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS[path] }, async (request, reply) => {
-      const { body, model } = await preflightText(deps, request, dialect, path);
-      const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model });
+      const { body, model, anthropicBeta: betas } = await preflightText(deps, request, dialect, path);
+      const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model, anthropicBeta: betas });
       return result?.body ?? reply;
     });
   }
@@ -72,6 +72,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   app.post('/messages/count_tokens', { config: { messagesProtocol: true, generation: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS['messages/count_tokens'] }, async (request) => {
     deps.switches.assertGenerationAllowed();
     const body = countTokensBody(request.body);
+    const betas = anthropicBeta(request);
     const model = resolveModel(deps, request, body.model as string, 'messages/count_tokens');
     const res = await deps.text.countTokens({
       requestId: request.id,
@@ -79,6 +80,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
       publicModel: model.id,
       routes: routesOf(model),
       body: Buffer.from(JSON.stringify(body)),
+      anthropicBeta: betas,
     });
     return { input_tokens: Number(res.inputTokens) };
   });

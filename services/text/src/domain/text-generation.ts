@@ -60,6 +60,15 @@ function upstreamBody(client: TextDialect, dialect: TextDialect, body: Json, rou
   return { ...out, model: route.upstreamModel };
 }
 
+/**
+ * The client's headers of the provider's own protocol, for a request that passes through to it
+ * unchanged: Anthropic's `anthropic-beta` turns on the beta features the body then uses. Across
+ * dialects they mean nothing to the provider and are not sent.
+ */
+function nativeHeaders(client: TextDialect, upstream: TextDialect, req: { anthropicBeta: string }): { nativeHeaders?: Record<string, string> } {
+  return client === 'messages' && upstream === 'messages' && req.anthropicBeta !== '' ? { nativeHeaders: { 'anthropic-beta': req.anthropicBeta } } : {};
+}
+
 function tokens(u: Usage | undefined): TokenUsage | undefined {
   return u && { inputTokens: u.inputTokens, outputTokens: u.outputTokens };
 }
@@ -84,7 +93,13 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
       const adapter = adapterFor(deps, route);
       const upstreamDialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, upstreamDialect, body, route, false, req.defaultMaxOutputTokens);
-      const res = await adapter.text(upstreamDialect, upstream, { stream: false, signal, requestId: req.requestId, usage: (b) => tokens(b && extractUsage(upstreamDialect, b)) });
+      const res = await adapter.text(upstreamDialect, upstream, {
+        stream: false,
+        signal,
+        requestId: req.requestId,
+        usage: (b) => tokens(b && extractUsage(upstreamDialect, b)),
+        ...nativeHeaders(client, upstreamDialect, req),
+      });
       if (res.kind !== 'json') throw new GatewayError('upstream_error', 'The provider streamed an answer that was not asked to stream.');
       // A responses-API answer can be a 200 whose status says the generation failed.
       if (upstreamDialect === 'responses' && res.body.status === 'failed') {
@@ -143,7 +158,7 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, dialect, body, route, true, req.defaultMaxOutputTokens);
-      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId, usage: () => tokens(streamUsage?.()) });
+      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId, usage: () => tokens(streamUsage?.()), ...nativeHeaders(client, dialect, req) });
       if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
       return { route, dialect, events: res.events, provider: adapter.name };
     },
@@ -185,7 +200,7 @@ export async function countTokens(deps: TextDeps, req: textV1.CountTokensRequest
       }
       const dialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, dialect, body, route, false, 0);
-      return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId });
+      return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId, ...nativeHeaders(client, dialect, req) });
     },
     { signal },
   );

@@ -60,6 +60,14 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
    * @generated from field: int32 default_max_output_tokens = 6;
    */
   defaultMaxOutputTokens: number;
+
+  /**
+   * The client's `anthropic-beta` header (messages protocol), sent on with the request when it
+   * passes through to an Anthropic provider unchanged; empty when the client sent none.
+   *
+   * @generated from field: string anthropic_beta = 7;
+   */
+  anthropicBeta: string;
 };
 
 /**
@@ -300,6 +308,13 @@ export declare type GenerateStreamRequest = Message<"gateway.text.v1.GenerateStr
    * @generated from field: bool frame_batches = 7;
    */
   frameBatches: boolean;
+
+  /**
+   * The client's `anthropic-beta` header, as in GenerateRequest.
+   *
+   * @generated from field: string anthropic_beta = 8;
+   */
+  anthropicBeta: string;
 };
 
 /**
@@ -488,6 +503,13 @@ export declare type CountTokensRequest = Message<"gateway.text.v1.CountTokensReq
    * @generated from field: bytes body = 5;
    */
   body: Uint8Array;
+
+  /**
+   * The client's `anthropic-beta` header, as in GenerateRequest.
+   *
+   * @generated from field: string anthropic_beta = 6;
+   */
+  anthropicBeta: string;
 };
 
 /**
