@@ -136,6 +136,24 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(err).toMatchObject({ status: 400, error: { error: { code: 'invalid_request', details: { error_code: 'thread_unsupported_request' } } } });
   });
 
+  it('a body the model cannot be sent is 400 before the wallet is consulted (order of checks): even with 1 credit, and nothing is held', async () => {
+    const poor = await fundedAccount(system, 1);
+    const cases = [
+      // State kept by OpenAI's servers, to an Anthropic model.
+      ['/responses', { model: 'claude-sim-sonnet', input: 'hi', previous_response_id: 'resp_123' }],
+      // A document block, to an OpenAI model.
+      ['/messages', { model: 'gpt-sim-mini', max_tokens: 16, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] }],
+    ] as const;
+    for (const [path, body] of cases) {
+      const res = await post(path, body, poor.apiKey);
+      expect([path, res.status, res.body.error.code]).toEqual([path, 400, 'invalid_request']);
+    }
+    // Natively the same responses body is the provider's to judge: it goes on to the hold (402 here).
+    const native = await post('/responses', { model: 'gpt-sim-mini', input: 'hi', previous_response_id: 'resp_123' }, poor.apiKey);
+    expect([native.status, native.body.error.code]).toEqual([402, 'insufficient_balance']);
+    expect(await balanceOf(system, poor.accountId)).toBe(1);
+  });
+
   it('count_tokens uses the model’s counter, counts tools, and is free', async () => {
     const anthropic = anthropicClient(system, account.apiKey);
     const before = await balanceOf(system, account.accountId);
@@ -533,10 +551,10 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(await balanceOf(system, mine.accountId)).toBe(expected);
   });
 
-  const post = (path: string, body: unknown) =>
+  const post = (path: string, body: unknown, apiKey = account.apiKey) =>
     fetch(`${system.baseUrl}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error: { code: string; message: string } } }));
 

@@ -23,6 +23,15 @@ export { createStreamTranslator, type StreamTranslator } from './stream.ts';
 export { validateRequest, withoutNullFields } from './validate.ts';
 export { estimateInputTokensUpperBound, maxOutputTokens, IMAGE_TOKEN_ALLOWANCE, REQUEST_TOKEN_ALLOWANCE } from './estimate.ts';
 
+/**
+ * The dialect to speak to a provider that speaks `speaks` (preferred first): the client's own when
+ * the provider speaks it (the request and answer then pass through without loss), else the
+ * provider's preferred one; undefined when it speaks none.
+ */
+export function upstreamDialect(speaks: readonly Dialect[], client: Dialect): Dialect | undefined {
+  return speaks.includes(client) ? client : speaks[0];
+}
+
 /** chat and responses share these fields unchanged; the other pairs have no common uninterpreted field. */
 const OPENAI_SHARED_FIELDS = ['user', 'metadata', 'store', 'service_tier', 'prompt_cache_key', 'safety_identifier'];
 

@@ -29,6 +29,7 @@ await runGrpcService({
       orm,
       providers: providers.list(),
       countsTokens: (name: string) => providers.get(name)?.countTokens !== undefined,
+      protocols: providers.list().map((p) => ({ provider: p.name, textDialects: [...p.textDialects] })),
       maxSyncAgeMs: env.PROVIDER_SYNC_MAX_AGE_MS,
       syncTimeoutMs: env.PROVIDER_SYNC_TIMEOUT_MS,
       now,

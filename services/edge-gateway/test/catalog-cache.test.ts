@@ -34,6 +34,7 @@ function cache(models: catalogV1.Model[], syncs: Array<[string, number, string[]
       })),
       listingHidden: hidden,
       maxSyncAgeMs: BigInt(MAX_AGE),
+      protocols: syncs.map(([provider]) => ({ provider, textDialects: ['messages'] })),
     }),
   );
   return c;
@@ -93,9 +94,9 @@ describe('model resolution, in the order of DECISIONS.md step 5', () => {
     expect(codeOf(() => c.resolve(id, endpoint))).toBe(want);
   });
 
-  it('returns only the live routes, with price, unit and limits', () => {
+  it("returns only the live routes, with their providers' text dialects, price, unit and limits", () => {
     const r = c.resolve('second-route', 'messages');
-    expect(r.routes).toEqual([{ provider: 'p1', upstreamModel: 'second-route-up', priority: 1, weight: 1 }]);
+    expect(r.routes).toEqual([{ provider: 'p1', upstreamModel: 'second-route-up', priority: 1, weight: 1, textDialects: ['messages'] }]);
     expect(r.price).toBe(100n);
     expect(r.kind).toBe('TEXT');
   });

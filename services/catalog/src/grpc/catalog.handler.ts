@@ -11,6 +11,8 @@ export interface CatalogDeps {
   providers: ModelLister[];
   /** Whether a configured provider has its own token counter (what `messages/count_tokens` needs). */
   countsTokens: (provider: string) => boolean;
+  /** The text protocols of each configured provider, as the snapshot tells the gateways. */
+  protocols: Array<{ provider: string; textDialects: string[] }>;
   maxSyncAgeMs: number;
   syncTimeoutMs: number;
   now: () => Date;
@@ -61,6 +63,7 @@ export function catalogHandler(deps: CatalogDeps): ServiceImpl<MethodsOf<typeof 
         providers: syncs.map(syncProto),
         listingHidden: await isListingHidden(e),
         maxSyncAgeMs: BigInt(deps.maxSyncAgeMs),
+        protocols: deps.protocols,
       };
     },
   };

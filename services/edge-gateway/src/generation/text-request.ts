@@ -1,7 +1,18 @@
 import { catalogV1, textV1 } from '@gw/contracts';
 import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
-import { attachService, estimateInputTokensUpperBound, maxOutputTokens, streamFailureEvents, validateRequest, withoutNullFields, type Dialect } from '@gw/translate';
+import {
+  attachService,
+  estimateInputTokensUpperBound,
+  maxOutputTokens,
+  streamFailureEvents,
+  translateRequest,
+  TranslateError,
+  upstreamDialect,
+  validateRequest,
+  withoutNullFields,
+  type Dialect,
+} from '@gw/translate';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../app.ts';
 import { SseWriter, type SseFrame } from '../http/sse.ts';
@@ -74,6 +85,35 @@ export interface TextCall {
   anthropicBeta?: string;
 }
 
+const DIALECTS = new Set<string>(['chat', 'messages', 'responses', 'gemini']);
+
+/**
+ * A body that no route of its model can be sent is refused now, as step 4 (`invalid_request`),
+ * not after the hold, where the text service would find it and a client short of credits would
+ * hear 402 first. Only when no route takes it as it is (a pass-through refuses nothing): the
+ * body is then translated once per dialect its routes speak, and refused when every one fails.
+ * Routes whose provider's dialects the catalog did not say are left to the text service.
+ */
+export function assertTranslatable(dialect: ClientDialect, body: Json, model: ResolvedModel): void {
+  const targets = new Set<Dialect>();
+  for (const route of model.routes) {
+    const to = upstreamDialect(route.textDialects.filter((d): d is Dialect => DIALECTS.has(d)), dialect);
+    if (to === undefined || to === dialect) return;
+    targets.add(to);
+  }
+  let refusal: TranslateError | undefined;
+  for (const to of targets) {
+    try {
+      translateRequest(dialect, to, body, { upstreamModel: '', stream: body.stream === true });
+      return;
+    } catch (err) {
+      if (!(err instanceof TranslateError)) throw err;
+      refusal ??= err;
+    }
+  }
+  if (refusal) throw new GatewayError('invalid_request', refusal.message, refusal.details ? { details: refusal.details } : {});
+}
+
 /**
  * Steps 3 to 5 of the order of checks for a text route (switches, body, model), run under the
  * deferred rate limit: a failure here reports 429 first when the account is over its limit.
@@ -83,7 +123,9 @@ export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialec
     deps.switches.assertGenerationAllowed();
     const body = parse(request.body);
     const betas = dialect === 'messages' ? anthropicBeta(request) : '';
-    return { body, model: resolveModel(deps, request, body.model as string, endpoint), anthropicBeta: betas };
+    const model = resolveModel(deps, request, body.model as string, endpoint);
+    assertTranslatable(dialect, body, model);
+    return { body, model, anthropicBeta: betas };
   });
 }
 

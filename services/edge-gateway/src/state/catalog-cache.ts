@@ -7,6 +7,8 @@ export interface LiveRoute {
   upstreamModel: string;
   priority: number;
   weight: number;
+  /** The text dialects its provider speaks (catalog's `protocols`); empty when not known. */
+  textDialects: readonly string[];
 }
 
 /** What a generation request needs to know about its model. */
@@ -39,6 +41,8 @@ export class CatalogCache {
   #snapshot: catalogV1.GetSnapshotResponse | null = null;
   #models = new Map<string, catalogV1.Model>();
   #syncs = new Map<string, catalogV1.ProviderSync>();
+  /** The text dialects of each provider, from the snapshot. */
+  #dialects = new Map<string, readonly string[]>();
   /** Served upstream models per provider, as sets: resolution runs on every request. */
   #served = new Map<string, Set<string>>();
   /** Models a service found with every route cooling down, until when (ms): see `coolDown`. */
@@ -58,6 +62,7 @@ export class CatalogCache {
     this.#models = new Map(snapshot.models.map((m) => [m.id, m]));
     this.#syncs = new Map(snapshot.providers.map((p) => [p.provider, p]));
     this.#served = new Map(snapshot.providers.map((p) => [p.provider, new Set(p.servedModels)]));
+    this.#dialects = new Map(snapshot.protocols.map((p) => [p.provider, p.textDialects]));
   }
 
   #fresh(provider: string): catalogV1.ProviderSync | null {
@@ -75,7 +80,7 @@ export class CatalogCache {
       if (!sync) continue;
       anyFresh = true;
       if (this.#served.get(r.provider)?.has(r.upstreamModel)) {
-        routes.push({ provider: r.provider, upstreamModel: r.upstreamModel, priority: r.priority, weight: r.weight || 1 });
+        routes.push({ provider: r.provider, upstreamModel: r.upstreamModel, priority: r.priority, weight: r.weight || 1, textDialects: this.#dialects.get(r.provider) ?? [] });
       }
     }
     return { routes, stale: !anyFresh };

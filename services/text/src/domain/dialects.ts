@@ -1,6 +1,7 @@
 import { textV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { ProviderAdapter, TextDialect } from '@gw/providers';
+import { upstreamDialect } from '@gw/translate';
 
 /** The client protocols, as the gRPC contract names them. */
 const CLIENT_DIALECTS: Partial<Record<textV1.Dialect, TextDialect>> = {
@@ -15,15 +16,11 @@ export function clientDialect(d: textV1.Dialect): TextDialect {
   return dialect;
 }
 
-/**
- * The dialect to speak to a provider: the client's own when the provider speaks it natively (the
- * request and answer then pass through without loss), else the provider's preferred one.
- */
+/** The dialect to speak to a provider (`upstreamDialect`: the client's own when it can). */
 export function providerDialect(adapter: ProviderAdapter, client: TextDialect): TextDialect {
-  if (adapter.textDialects.includes(client)) return client;
-  const preferred = adapter.textDialects[0];
-  if (!preferred) throw new GatewayError('capability_not_supported', `Provider ${adapter.name} serves no text protocol.`);
-  return preferred;
+  const dialect = upstreamDialect(adapter.textDialects, client);
+  if (!dialect) throw new GatewayError('capability_not_supported', `Provider ${adapter.name} serves no text protocol.`);
+  return dialect;
 }
 
 const ID_PREFIX: Record<TextDialect, string> = { chat: 'chatcmpl-', messages: 'msg_', responses: 'resp_', gemini: '' };

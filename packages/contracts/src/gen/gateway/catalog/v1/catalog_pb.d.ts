@@ -355,6 +355,14 @@ export declare type GetSnapshotResponse = Message<"gateway.catalog.v1.GetSnapsho
    * @generated from field: int64 max_sync_age_ms = 4;
    */
   maxSyncAgeMs: bigint;
+
+  /**
+   * The text protocols of each provider configured where the catalog runs, so that the gateway
+   * can refuse a body that no route of its model can be sent before anything is held.
+   *
+   * @generated from field: repeated gateway.catalog.v1.ProviderProtocols protocols = 5;
+   */
+  protocols: ProviderProtocols[];
 };
 
 /**
@@ -362,6 +370,34 @@ export declare type GetSnapshotResponse = Message<"gateway.catalog.v1.GetSnapsho
  * Use `create(GetSnapshotResponseSchema)` to create a new message.
  */
 export declare const GetSnapshotResponseSchema: GenMessage<GetSnapshotResponse>;
+
+/**
+ * ProviderProtocols says which text protocols a configured provider speaks.
+ *
+ * @generated from message gateway.catalog.v1.ProviderProtocols
+ */
+export declare type ProviderProtocols = Message<"gateway.catalog.v1.ProviderProtocols"> & {
+  /**
+   * Provider name.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The text dialects it speaks natively, preferred first: `chat`, `messages`, `responses`,
+   * `gemini`; empty when it serves no text.
+   *
+   * @generated from field: repeated string text_dialects = 2;
+   */
+  textDialects: string[];
+};
+
+/**
+ * Describes the message gateway.catalog.v1.ProviderProtocols.
+ * Use `create(ProviderProtocolsSchema)` to create a new message.
+ */
+export declare const ProviderProtocolsSchema: GenMessage<ProviderProtocols>;
 
 /**
  * Model is the catalog's record of one public model.
