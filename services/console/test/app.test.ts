@@ -317,6 +317,19 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     }
   });
 
+  it('admin endpoint: however its path is spelled (percent-encoded), no token is 401 and a proxied request 404, nothing issued', async () => {
+    const email = `spelled-${randomUUID()}@example.com`;
+    for (const url of ['/%69nternal/members', '/internal/%6Dembers', '/%69nternal/members/reset-password']) {
+      const payload = { account_id: accountA, email, generate_password: true };
+      const bare = await app.inject({ method: 'POST', url, payload });
+      expect([url, bare.statusCode, bare.json()]).toEqual([url, 401, { error: { code: 'auth_invalid', message: 'A valid admin token is required.' } }]);
+      const proxied = await app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': '203.0.113.7' }, payload });
+      expect([url, proxied.statusCode]).toEqual([url, 404]);
+    }
+    // Nothing was created by those: the operator's own request creates the member now.
+    expect((await admin({ account_id: accountA, email })).statusCode).toBe(201);
+  });
+
   it('a forgotten password: the operator issues a reset link; using it sets the new password and ends every session', async () => {
     const { browser, email } = await signedIn(accountA);
     expect((await browser.get('/keys')).statusCode).toBe(200);

@@ -1,5 +1,5 @@
 import { GatewayError } from '@gw/errors';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { messagePage } from '../views/auth.view.ts';
 import { BadFormError } from './forms.ts';
 
@@ -8,9 +8,23 @@ import { BadFormError } from './forms.ts';
  * from billing and reads exactly like a page that does not exist. Unexpected failures are logged
  * with their cause and shown as a generic message without internals.
  */
+/** Below `/internal/` (the operator's JSON endpoint), by the route matched, else by the decoded path. */
+function isInternal(request: FastifyRequest): boolean {
+  const path = request.routeOptions.url ?? safeDecode(request.url.split('?')[0] ?? '');
+  return path.startsWith('/internal/');
+}
+
+function safeDecode(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
 export function registerErrorPages(app: FastifyInstance): void {
   app.setNotFoundHandler(async (request, reply) => {
-    if (request.url.startsWith('/internal/')) return reply.code(404).send({ error: { code: 'not_found', message: 'No such endpoint.' } });
+    if (isInternal(request)) return reply.code(404).send({ error: { code: 'not_found', message: 'No such endpoint.' } });
     return reply.code(404).type('text/html; charset=utf-8').send(messagePage('Not found', 'There is nothing here.').value);
   });
 
@@ -43,7 +57,7 @@ export function registerErrorPages(app: FastifyInstance): void {
     } else {
       request.log.error({ err }, 'request failed unexpectedly');
     }
-    if (request.url.startsWith('/internal/')) {
+    if (isInternal(request)) {
       const code = status === 404 ? 'not_found' : status < 500 ? 'invalid_request' : 'upstream_error';
       return reply.code(status).send({ error: { code, message: text } });
     }

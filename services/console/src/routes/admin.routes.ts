@@ -31,8 +31,10 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
   const token = deps.adminToken;
   if (!token) return;
 
+  // This plugin is registered on its own (encapsulated), so the hook guards exactly the routes
+  // below, however their path was spelled. It must not test the URL: the router matches the
+  // decoded path, so `/%69nternal/…` reached these routes past a raw `startsWith('/internal/')`.
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/internal/')) return;
     if (request.headers['x-forwarded-for'] !== undefined || request.headers.forwarded !== undefined) {
       request.log.warn('admin endpoint: refused a request that came through a proxy');
       return reply.code(404).send(fail('not_found', 'Not found.'));
