@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
-import { openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
+import { billingClient, openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -70,6 +70,23 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
       const took = await within(1_000, async () => (await call(base, apiKey)).status === 401);
       expect(took).toBeGreaterThanOrEqual(0);
       expect(await codeOf(await call(base, apiKey))).toBe('auth_revoked');
+    }
+  });
+
+  it('an expiry set, passed, then moved on reaches both replicas at once, although both had the key cached', async () => {
+    const { apiKey, keyId, accountId } = await fundedAccount(system, 10);
+    for (const base of [system.baseUrl, second]) expect((await call(base, apiKey)).status).toBe(200);
+    const billing = billingClient(system);
+    try {
+      const expiresAt = Date.now() + 1_000;
+      await billing.setKeyExpiry({ accountId, keyId, expiresAtUnixMs: BigInt(expiresAt) });
+      await sleep(expiresAt - Date.now() + 100);
+      // Each replica had the key cached without an expiry; the change reached them with the event.
+      for (const base of [system.baseUrl, second]) expect(await codeOf(await call(base, apiKey))).toBe('auth_expired');
+      await billing.setKeyExpiry({ accountId, keyId, expiresAtUnixMs: BigInt(Date.now() + 3_600_000) });
+      for (const base of [system.baseUrl, second]) expect(await within(1_000, async () => (await call(base, apiKey)).status === 200)).toBeGreaterThanOrEqual(0);
+    } finally {
+      billing.close();
     }
   });
 

@@ -49,6 +49,7 @@ const nats = await connectNats(config.NATS_URL, 'edge-gateway', {
 const ns = config.EVENTS_NAMESPACE;
 const subscriptions = [
   subscribeBroadcast(nats, ns, 'billing.key.revoked', (data) => keys.drop(fromBinary(eventsV1.ApiKeyRevokedSchema, data).keyHash), logger),
+  subscribeBroadcast(nats, ns, 'billing.key.changed', (data) => keys.drop(fromBinary(eventsV1.ApiKeyChangedSchema, data).keyHash), logger),
   subscribeBroadcast(nats, ns, 'billing.switch.changed', (data) => switches.set(fromBinary(eventsV1.SwitchesChangedSchema, data)), logger),
   subscribeBroadcast(nats, ns, 'catalog.model.changed', () => void reloadCatalog(), logger),
 ];

@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { eventsV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
+import { enqueueEvent } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { revokeApiKey } from './api-keys.ts';
+import { KEY_CHANGED_SUBJECT, revokeApiKey } from './api-keys.ts';
 import { clearKeyLimit, setKeyLimit, type KeyLimitRow } from './key-limits.ts';
 
 /**
@@ -86,9 +90,9 @@ export async function clearAccountKeyLimit(
 }
 
 /**
- * Sets (or with `null` removes) the expiry of an active key. Gateways re-check expiry from their
- * cached lookup, so a new expiry reaches them within their key-cache lifetime; revocation is the
- * tool for stopping a key at once.
+ * Sets (or with `null` removes) the expiry of an active key and, in the same transaction, queues
+ * the event that makes every gateway drop its cached lookup, so the new expiry holds at once (a
+ * cached lookup would carry the old one for up to its lifetime).
  */
 export async function setKeyExpiry(
   em: EntityManager,
@@ -104,6 +108,17 @@ export async function setKeyExpiry(
     if (!Number.isFinite(ms) || ms <= now.getTime()) throw new GatewayError('invalid_request', 'The expiry must be in the future.');
     if (ms > now.getTime() + MAX_EXPIRY_MS) throw new GatewayError('invalid_request', 'The expiry is too far in the future.');
   }
-  await em.execute('update api_key set expires_at = ? where id = ? and account_id = ?', [expiresAt, keyId, accountId]);
+  await em.transactional(async (tx) => {
+    const rows = await tx.execute<Array<{ key_hash: Buffer }>>('update api_key set expires_at = ? where id = ? and account_id = ? returning key_hash', [
+      expiresAt,
+      keyId,
+      accountId,
+    ]);
+    const keyHash = rows[0]?.key_hash;
+    if (!keyHash) return;
+    const event = create(eventsV1.ApiKeyChangedSchema, { eventId: `key-changed:${keyId}:${randomUUID()}`, keyId, keyHash });
+    enqueueEvent(tx, { subject: KEY_CHANGED_SUBJECT, payload: toBinary(eventsV1.ApiKeyChangedSchema, event), msgId: event.eventId });
+    await tx.flush();
+  });
   return keyDetails(em, accountId, keyId);
 }

@@ -8,6 +8,8 @@ import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { Account, ApiKey } from '../db/entities.ts';
 
 export const KEY_REVOKED_SUBJECT = 'billing.key.revoked';
+/** A key's expiry was set, changed or removed. */
+export const KEY_CHANGED_SUBJECT = 'billing.key.changed';
 
 export interface CreatedKey {
   keyId: string;

@@ -11,6 +11,41 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_gateway_events_v1_events: GenFile;
 
 /**
+ * ApiKeyChanged is published on `billing.key.changed` when a key's expiry is set, changed or
+ * removed: gateways drop their cached lookup of it, so the new expiry holds at once.
+ *
+ * @generated from message gateway.events.v1.ApiKeyChanged
+ */
+export declare type ApiKeyChanged = Message<"gateway.events.v1.ApiKeyChanged"> & {
+  /**
+   * Unique event id.
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The key's id.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * SHA-256 of the key's plaintext, the gateway's cache key.
+   *
+   * @generated from field: bytes key_hash = 3;
+   */
+  keyHash: Uint8Array;
+};
+
+/**
+ * Describes the message gateway.events.v1.ApiKeyChanged.
+ * Use `create(ApiKeyChangedSchema)` to create a new message.
+ */
+export declare const ApiKeyChangedSchema: GenMessage<ApiKeyChanged>;
+
+/**
  * ApiKeyRevoked is published on `billing.key.revoked` when a key is revoked.
  *
  * @generated from message gateway.events.v1.ApiKeyRevoked

@@ -8,54 +8,61 @@ import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file gateway/events/v1/events.proto.
  */
 export const file_gateway_events_v1_events = /*@__PURE__*/
-  fileDesc("Ch5nYXRld2F5L2V2ZW50cy92MS9ldmVudHMucHJvdG8SEWdhdGV3YXkuZXZlbnRzLnYxIkMKDUFwaUtleVJldm9rZWQSEAoIZXZlbnRfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEhAKCGtleV9oYXNoGAMgASgMIjQKDkNhdGFsb2dDaGFuZ2VkEhAKCGV2ZW50X2lkGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJIlYKD1N3aXRjaGVzQ2hhbmdlZBIQCghldmVudF9pZBgBIAEoCRITCgttYWludGVuYW5jZRgCIAEoCBIcChRhaV9yZXF1ZXN0c19kaXNhYmxlZBgDIAEoCCL2AQoVVmlkZW9Kb2JTdGF0dXNDaGFuZ2VkEhAKCGV2ZW50X2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCRISCgphY2NvdW50X2lkGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIXCg9wcmV2aW91c19zdGF0dXMYBSABKAkSGwoTb2NjdXJyZWRfYXRfdW5peF9tcxgGIAEoAxIiChpyZXF1ZXN0ZWRfZHVyYXRpb25fc2Vjb25kcxgHIAEoBRIWCg5jcmVkaXRfY2hhcmdlZBgIIAEoAxIWCg5mYWlsdXJlX3JlYXNvbhgJIAEoCRINCgVtb2RlbBgKIAEoCSJeCg5WaWRlb0pvYkZhaWxlZBIQCghldmVudF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSEgoKYWNjb3VudF9pZBgDIAEoCRIWCg5mYWlsdXJlX3JlYXNvbhgEIAEoCSJJChFJbWFnZUpvYkFiYW5kb25lZBIQCghldmVudF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSEgoKYWNjb3VudF9pZBgDIAEoCSJ7Cg9SZWZ1bmRDb21wbGV0ZWQSEAoIZXZlbnRfaWQYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRISCgphY2NvdW50X2lkGAMgASgJEhcKD2NyZWRpdF9yZWZ1bmRlZBgEIAEoAxIVCg1iYWxhbmNlX2FmdGVyGAUgASgDYgZwcm90bzM");
+  fileDesc("Ch5nYXRld2F5L2V2ZW50cy92MS9ldmVudHMucHJvdG8SEWdhdGV3YXkuZXZlbnRzLnYxIkMKDUFwaUtleUNoYW5nZWQSEAoIZXZlbnRfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEhAKCGtleV9oYXNoGAMgASgMIkMKDUFwaUtleVJldm9rZWQSEAoIZXZlbnRfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEhAKCGtleV9oYXNoGAMgASgMIjQKDkNhdGFsb2dDaGFuZ2VkEhAKCGV2ZW50X2lkGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJIlYKD1N3aXRjaGVzQ2hhbmdlZBIQCghldmVudF9pZBgBIAEoCRITCgttYWludGVuYW5jZRgCIAEoCBIcChRhaV9yZXF1ZXN0c19kaXNhYmxlZBgDIAEoCCL2AQoVVmlkZW9Kb2JTdGF0dXNDaGFuZ2VkEhAKCGV2ZW50X2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCRISCgphY2NvdW50X2lkGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIXCg9wcmV2aW91c19zdGF0dXMYBSABKAkSGwoTb2NjdXJyZWRfYXRfdW5peF9tcxgGIAEoAxIiChpyZXF1ZXN0ZWRfZHVyYXRpb25fc2Vjb25kcxgHIAEoBRIWCg5jcmVkaXRfY2hhcmdlZBgIIAEoAxIWCg5mYWlsdXJlX3JlYXNvbhgJIAEoCRINCgVtb2RlbBgKIAEoCSJeCg5WaWRlb0pvYkZhaWxlZBIQCghldmVudF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSEgoKYWNjb3VudF9pZBgDIAEoCRIWCg5mYWlsdXJlX3JlYXNvbhgEIAEoCSJJChFJbWFnZUpvYkFiYW5kb25lZBIQCghldmVudF9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkSEgoKYWNjb3VudF9pZBgDIAEoCSJ7Cg9SZWZ1bmRDb21wbGV0ZWQSEAoIZXZlbnRfaWQYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRISCgphY2NvdW50X2lkGAMgASgJEhcKD2NyZWRpdF9yZWZ1bmRlZBgEIAEoAxIVCg1iYWxhbmNlX2FmdGVyGAUgASgDYgZwcm90bzM");
+
+/**
+ * Describes the message gateway.events.v1.ApiKeyChanged.
+ * Use `create(ApiKeyChangedSchema)` to create a new message.
+ */
+export const ApiKeyChangedSchema = /*@__PURE__*/
+  messageDesc(file_gateway_events_v1_events, 0);
 
 /**
  * Describes the message gateway.events.v1.ApiKeyRevoked.
  * Use `create(ApiKeyRevokedSchema)` to create a new message.
  */
 export const ApiKeyRevokedSchema = /*@__PURE__*/
-  messageDesc(file_gateway_events_v1_events, 0);
+  messageDesc(file_gateway_events_v1_events, 1);
 
 /**
  * Describes the message gateway.events.v1.CatalogChanged.
  * Use `create(CatalogChangedSchema)` to create a new message.
  */
 export const CatalogChangedSchema = /*@__PURE__*/
-  messageDesc(file_gateway_events_v1_events, 1);
+  messageDesc(file_gateway_events_v1_events, 2);
 
 /**
  * Describes the message gateway.events.v1.SwitchesChanged.
  * Use `create(SwitchesChangedSchema)` to create a new message.
  */
 export const SwitchesChangedSchema = /*@__PURE__*/
-  messageDesc(file_gateway_events_v1_events, 2);
+  messageDesc(file_gateway_events_v1_events, 3);
 
 /**
  * Describes the message gateway.events.v1.VideoJobStatusChanged.
  * Use `create(VideoJobStatusChangedSchema)` to create a new message.
  */
 export const VideoJobStatusChangedSchema = /*@__PURE__*/
-  messageDesc(file_gateway_events_v1_events, 3);
+  messageDesc(file_gateway_events_v1_events, 4);
 
 /**
  * Describes the message gateway.events.v1.VideoJobFailed.
  * Use `create(VideoJobFailedSchema)` to create a new message.
  */
 export const VideoJobFailedSchema = /*@__PURE__*/
-  messageDesc(file_gateway_events_v1_events, 4);
+  messageDesc(file_gateway_events_v1_events, 5);
 
 /**
  * Describes the message gateway.events.v1.ImageJobAbandoned.
  * Use `create(ImageJobAbandonedSchema)` to create a new message.
  */
 export const ImageJobAbandonedSchema = /*@__PURE__*/
-  messageDesc(file_gateway_events_v1_events, 5);
+  messageDesc(file_gateway_events_v1_events, 6);
 
 /**
  * Describes the message gateway.events.v1.RefundCompleted.
  * Use `create(RefundCompletedSchema)` to create a new message.
  */
 export const RefundCompletedSchema = /*@__PURE__*/
-  messageDesc(file_gateway_events_v1_events, 6);
+  messageDesc(file_gateway_events_v1_events, 7);
 
