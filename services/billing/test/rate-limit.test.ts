@@ -45,6 +45,18 @@ describe('per-account rate limits', () => {
     expect(await outcome(accountId, minute + 60_000)).toBe('ok');
   });
 
+  it('past both limits at once, reports the minute and its wait: retrying after one second would be refused again', async () => {
+    const { accountId } = await account(orm, 0n);
+    const minute = 1_800_000_100_000 - (1_800_000_100_000 % 60_000);
+    for (let i = 0; i < 7; i++) expect(await outcome(accountId, minute + i * 1_000)).toBe('ok');
+    // The 8th of the minute and the 1st of its second pass; 6 more in that second pass both limits.
+    const burst = await Promise.all(Array.from({ length: 7 }, () => outcome(accountId, minute + 10_200)));
+    expect(burst.filter((s) => s === 'ok')).toHaveLength(1);
+    expect(new Set(burst.filter((s) => s !== 'ok').map((s) => JSON.stringify(s)))).toEqual(
+      new Set([JSON.stringify({ code: 'rate_limit_exceeded', limit_type: 'per_minute', retry_after_seconds: 50 })]),
+    );
+  });
+
   it('uses the account’s own limits when set, and the defaults again when cleared', async () => {
     const { accountId } = await account(orm, 0n);
     expect(await setAccountRateLimit(orm.em.fork(), accountId, 1, 100, defaults)).toEqual({ perSecond: 1, perMinute: 100 });

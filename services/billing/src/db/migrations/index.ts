@@ -4,6 +4,7 @@ import { Migration003KeyWindows } from './migration-003-key-windows.ts';
 import { Migration004RateInApplyOps } from './migration-004-rate-in-apply-ops.ts';
 import { Migration005ReplayBeforeRate } from './migration-005-replay-before-rate.ts';
 import { Migration006ApplyBatch } from './migration-006-apply-batch.ts';
+import { Migration007RateLongestWait } from './migration-007-rate-longest-wait.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const billingMigrations = [
@@ -13,4 +14,5 @@ export const billingMigrations = [
   { name: 'Migration004RateInApplyOps', class: Migration004RateInApplyOps },
   { name: 'Migration005ReplayBeforeRate', class: Migration005ReplayBeforeRate },
   { name: 'Migration006ApplyBatch', class: Migration006ApplyBatch },
+  { name: 'Migration007RateLongestWait', class: Migration007RateLongestWait },
 ];
