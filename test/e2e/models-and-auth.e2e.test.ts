@@ -108,6 +108,10 @@ describe('GET /v1/models through the whole system', () => {
     expect(await res.json()).toEqual({ error: { code: 'auth_missing_or_malformed', message: expect.any(String) } });
   });
 
+  it('takes the Bearer scheme in any case, as HTTP auth schemes are', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'BeArEr']) expect([scheme, (await get('/models', { authorization: `${scheme} ${apiKey}` })).status]).toEqual([scheme, 200]);
+  });
+
   it('answers 401 auth_invalid for a mistyped key and for an unknown well-formed key', async () => {
     const typo = `${apiKey.slice(0, 10)}${apiKey[10] === 'a' ? 'b' : 'a'}${apiKey.slice(11)}`;
     for (const key of [typo, generateApiKey()]) {

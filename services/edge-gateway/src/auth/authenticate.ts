@@ -2,7 +2,8 @@ import { hasKeyPrefix, hashApiKey, isWellFormedApiKey } from '@gw/api-keys';
 import { GatewayError } from '@gw/errors';
 import type { KeyCache, KeyRecord } from './key-cache.ts';
 
-const BEARER = /^Bearer ([^\s]+)$/;
+/** `Bearer <key>`; the scheme's case does not matter (RFC 9110 §11.1), the key's does. */
+const BEARER = /^bearer (\S+)$/i;
 
 /**
  * Spec section 5: header missing or not `Bearer <key>` with our prefix → auth_missing_or_malformed;
