@@ -80,6 +80,7 @@ describe('GET /v1/models through the whole system', () => {
   it('answers what the HTTP layer cannot read in the error shape, with invalid_request', async () => {
     const badUrl = await get('/models/%zz', bearer(apiKey));
     expect([badUrl.status, await badUrl.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'The request URL could not be decoded.' } }]);
+    expect(badUrl.headers.get('x-request-id')).toMatch(/\S/); // every response carries one (DECISIONS.md)
     const { host, port } = new URL(system.baseUrl);
     const raw = (request: string) =>
       new Promise<string>((resolve, reject) => {
@@ -95,6 +96,7 @@ describe('GET /v1/models through the whole system', () => {
     expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'invalid_request', message: 'The request headers are larger than the server accepts.' } });
     const garbage = await raw('NOT HTTP AT ALL\r\n\r\n');
     expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'invalid_request', message: 'The request is not valid HTTP.' } });
+    for (const answer of [huge, garbage]) expect(answer).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
   });
 
   it.each([

@@ -1,6 +1,7 @@
 import { RpcError } from '@gw/contracts';
 import { GatewayError, shouldRetry } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
+import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, TOO_DEEP, TOO_MANY_CONTAINERS } from '../http/json-body.ts';
@@ -92,13 +93,16 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
         : 'The request is not valid HTTP.';
   const body = JSON.stringify(new GatewayError('invalid_request', message).toBody());
   if (socket.writable) {
-    socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    // Every response carries a request id (DECISIONS.md), this one too: there was no request to take one from.
+    const head = `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close`;
+    socket.write(`${head}\r\n\r\n${body}`);
   }
   socket.destroy(err);
 }
 
-/** Errors of Fastify's router (a URL that does not decode), in the spec's shape. */
-export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+/** Errors of Fastify's router (a URL that does not decode), in the spec's shape; no hook ran, so the id is set here. */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const message = err.code === 'FST_ERR_BAD_URL' ? 'The request URL could not be decoded.' : 'The request could not be read.';
+  reply.header('x-request-id', request.id);
   void sendError(reply, new GatewayError('invalid_request', message));
 }
