@@ -457,7 +457,8 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
     afterAll(() => db?.end());
 
     /** A `pending` job with its input, as step 1 of the saga commits it. */
-    const pendingJob = async (duration: number) => {
+    /** A job as a killed creation leaves it; `key`: the Idempotency-Key its request carried. */
+    const pendingJob = async (duration: number, key?: string) => {
       const id = `vidjob_${randomUUID().replaceAll('-', '')}`;
       const routes = JSON.stringify([{ provider: 'openai', upstreamModel: 'sora-sim', priority: 0, weight: 1 }]);
       await db.query(
@@ -466,6 +467,13 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
         [id, account.accountId, account.keyId, duration, PRICE['sora-sim'], routes],
       );
       await db.query(`insert into video_jobs.video_job_input (job_id, prompt) values ($1, 'after a crash')`, [id]);
+      if (key !== undefined) {
+        await db.query(
+          `insert into video_jobs.idempotency_claim (account_id, key, body_hash, job_id, created_at, expires_at)
+           values ($1, $2, '\\x00', $3, now(), now() + interval '1 day')`,
+          [account.accountId, key, id],
+        );
+      }
       return id;
     };
     const statusOf = async (id: string) => (await db.query<{ status: string }>('select status from video_jobs.video_job where id = $1', [id])).rows[0]!.status;
@@ -498,11 +506,11 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
       }
     }, 40_000);
 
-    it('killed after the charge, before the job was queued: the job is finished, runs, charged once', async () => {
+    it('killed after the charge, before the job was queued, with an Idempotency-Key: the job is finished, runs, charged once', async () => {
       const billing = billingClient(system);
       try {
         const before = await balanceOf(system, account.accountId);
-        const id = await pendingJob(4);
+        const id = await pendingJob(4, `killed-${randomUUID()}`);
         await billing.authorize(hold(id, 4));
         await billing.settle(settle(id, 4));
         const child = system.services.get('video-jobs')!.child;
@@ -515,6 +523,28 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
         const done = await waitFor(id);
         expect(done).toMatchObject({ status: 'completed', service: { credit_charged: 4 * PRICE['sora-sim']! } });
         expect(await balanceOf(system, account.accountId)).toBe(before - 4 * PRICE['sora-sim']!);
+      } finally {
+        billing.close();
+      }
+    }, 40_000);
+
+    it('killed after the charge, before the job was queued, without a key: nothing leads back to it, so it is refunded and cancelled', async () => {
+      const billing = billingClient(system);
+      try {
+        const before = await balanceOf(system, account.accountId);
+        const id = await pendingJob(4);
+        await billing.authorize(hold(id, 4));
+        await billing.settle(settle(id, 4));
+        expect(await balanceOf(system, account.accountId)).toBe(before - 4 * PRICE['sora-sim']!);
+        const child = system.services.get('video-jobs')!.child;
+        await new Promise((done) => {
+          child.once('exit', done);
+          child.kill('SIGKILL');
+        });
+        await system.restartService('video-jobs');
+        await untilStatus(id, 'abandoned');
+        await vi.waitFor(async () => expect(await balanceOf(system, account.accountId)).toBe(before), { timeout: 10_000, interval: 100 });
+        expect((await api('GET', `/videos/generations/${id}`)).status).toBe(404);
       } finally {
         billing.close();
       }

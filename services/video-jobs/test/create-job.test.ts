@@ -79,13 +79,14 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
   });
 
   /** Runs a creation that "crashes" right after `step` and returns its job, left `pending`. */
-  const crashAfter = async (step: SagaStep, acct: string): Promise<VideoJob> => {
+  const crashAfter = async (step: SagaStep, acct: string, withKey = true): Promise<VideoJob> => {
     const crashing = creator({
       afterStep: (at) => {
         if (at === step) throw new Crash(at);
       },
     });
-    await expect(crashing.create(createRequest(acct, { idempotencyKey: `crash-${step}`, bodyHash: hash(step) }))).rejects.toBeInstanceOf(Crash);
+    const req = createRequest(acct, withKey ? { idempotencyKey: `crash-${step}`, bodyHash: hash(step) } : {});
+    await expect(crashing.create(req)).rejects.toBeInstanceOf(Crash);
     const pending = await onlyJob(acct);
     expect(pending.status).toBe('pending');
     // Within the grace period the sweep leaves it alone: it could be a live creation.
@@ -122,6 +123,31 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
     });
     expect(await sweep()).toBe(0);
     expect(billing.balance(acct)).toBe(9_600n);
+  });
+
+  it('a crash right after "settled" without an Idempotency-Key: nothing leads back to the job, so the sweep refunds and cancels it', async () => {
+    const acct = account(10_000n);
+    const pending = await crashAfter('settled', acct, false);
+    expect(billing.balance(acct)).toBe(9_600n);
+    expect(await sweep()).toBeGreaterThanOrEqual(1);
+    expect((await job(pending.id)).status).toBe('abandoned');
+    expect(billing.balance(acct)).toBe(10_000n);
+    expect((await outboxEvents(orm)).filter((e) => e.status?.jobId === pending.id)).toEqual([]);
+    expect(await sweep()).toBe(0);
+    expect(billing.balance(acct)).toBe(10_000n);
+  });
+
+  it('a charge billing cannot confirm in time: the client hears what becomes of the job, and without a key it is refunded', async () => {
+    const acct = account(10_000n);
+    billing.faults.set('settle', 'after');
+    billing.faults.set('release', 'before');
+    const outcome = await creator().create(createRequest(acct)).catch((e: unknown) => e);
+    expect(outcome).toMatchObject({ code: 'upstream_error', message: expect.stringContaining('cancelled and anything charged for it refunded') });
+    billing.faults.clear();
+    clock.advance(61_000);
+    expect(await sweep()).toBeGreaterThanOrEqual(1);
+    expect((await onlyJob(acct)).status).toBe('abandoned');
+    expect(billing.balance(acct)).toBe(10_000n);
   });
 
   it('billing unreachable while sweeping leaves the job pending; a later sweep resolves it', async () => {

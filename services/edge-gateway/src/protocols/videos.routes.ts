@@ -45,7 +45,7 @@ export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       ...(body.image ? { image: { data: body.image.bytes, mimeType: body.image.mimeType } } : {}),
       ...(body.lastFrame ? { lastFrame: { data: body.lastFrame.bytes, mimeType: body.lastFrame.mimeType } } : {}),
     };
-    const { job } = await deps.videoJobs.createJob(creation, { timeoutMs: CREATE_TIMEOUT_MS }).catch(unconfirmed);
+    const { job } = await deps.videoJobs.createJob(creation, { timeoutMs: CREATE_TIMEOUT_MS }).catch((err: unknown) => unconfirmed(err, key !== undefined));
     return createdJobBody(job!);
   });
 
@@ -88,10 +88,16 @@ export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
  * video-jobs unreachable, or silent past the deadline: the job may or may not have been created
  * (and charged) meanwhile, so the generic "not charged" answer would be wrong. Domain errors pass.
  */
-function unconfirmed(err: unknown): never {
+/**
+ * video-jobs did not answer: the job may have been created. With an Idempotency-Key it runs and a
+ * retry learns its id; without one nothing leads back to it, so video-jobs' recovery sweep
+ * refunds and cancels it.
+ */
+function unconfirmed(err: unknown, withKey: boolean): never {
   if (!(err instanceof RpcError)) throw err;
-  const message =
-    'The video job could not be confirmed. If it was created it is charged and will run; retry with the same Idempotency-Key to get its job_id.';
+  const message = withKey
+    ? 'The video job could not be confirmed. If it was created it is charged and will run; retry with the same Idempotency-Key to get its job_id.'
+    : 'The video job could not be confirmed. If it was created it is cancelled within minutes and its charge refunded; send the request again.';
   throw new GatewayError(err.grpcCode === status.DEADLINE_EXCEEDED ? 'upstream_timeout' : 'upstream_error', message);
 }
 

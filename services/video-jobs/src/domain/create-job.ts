@@ -39,6 +39,10 @@ const NOT_CHARGED = 'The video job could not be created. Nothing was charged.';
 const UNCONFIRMED =
   'The video job could not be confirmed with billing. Within minutes it is either started (and charged) or cancelled without a charge; ' +
   'retry with the same Idempotency-Key to learn which.';
+/** Without an Idempotency-Key nothing leads back to the job, so the recovery sweep cancels it. */
+const UNCONFIRMED_NO_KEY =
+  'The video job could not be confirmed with billing. Within minutes it is cancelled and anything charged for it refunded; ' +
+  'send the request again (with an Idempotency-Key, a retry tells you what became of it).';
 
 /**
  * Creates a job and its charge as one unit, in four steps: (1) the job row `pending` with its
@@ -84,7 +88,7 @@ export class JobCreator {
     try {
       await authorizeCharge(billing, facts);
     } catch (err) {
-      if (!(err instanceof GatewayError)) return this.#resolveUncertain(facts, err);
+      if (!(err instanceof GatewayError)) return this.#resolveUncertain(facts, err, req.idempotencyKey !== '');
       // Billing refused (balance, key limit): nothing is held, the request ends here uncharged.
       await markAbandoned(this.#deps.orm.em.fork(), facts.id, this.#deps.clock());
       throw err;
@@ -95,7 +99,7 @@ export class JobCreator {
     try {
       settled = await settleCharge(billing, facts);
     } catch (err) {
-      return this.#resolveUncertain(facts, err);
+      return this.#resolveUncertain(facts, err, req.idempotencyKey !== '');
     }
     await this.#step('settled', facts.id);
     if (settled.creditCharged === 0n && facts.pricePerSecond > 0n) {
@@ -148,14 +152,14 @@ export class JobCreator {
    * Billing did not answer (or not clearly): cancel a hold that is not settled, then go by what
    * stands. If billing cannot tell us either, the job stays `pending` for the recovery sweep.
    */
-  async #resolveUncertain(facts: ChargeFacts, cause: unknown): Promise<videoV1.VideoJob> {
+  async #resolveUncertain(facts: ChargeFacts, cause: unknown, withKey: boolean): Promise<videoV1.VideoJob> {
     this.#deps.logger.warn({ jobId: facts.id, err: cause }, 'billing did not confirm a video job charge; resolving it');
     let charge: Awaited<ReturnType<typeof resolveCharge>>;
     try {
       charge = await resolveCharge(this.#deps.billing, facts);
     } catch (err) {
       this.#deps.logger.warn({ jobId: facts.id, err }, 'video job charge unresolved; the recovery sweep will finish or cancel it');
-      throw new GatewayError('upstream_error', UNCONFIRMED);
+      throw new GatewayError('upstream_error', withKey ? UNCONFIRMED : UNCONFIRMED_NO_KEY);
     }
     if (charge) return this.#confirm(facts, charge);
     await markAbandoned(this.#deps.orm.em.fork(), facts.id, this.#deps.clock());

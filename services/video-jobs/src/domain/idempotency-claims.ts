@@ -66,6 +66,12 @@ export async function freeKeyOf(tx: EntityManager, jobId: string): Promise<void>
   await tx.execute('delete from idempotency_claim where job_id = ?', [jobId]);
 }
 
+/** Whether a job's client can find it again: an Idempotency-Key names it (a retry answers its id). */
+export async function hasKeyClaim(em: EntityManager, jobId: string): Promise<boolean> {
+  const rows = await em.execute<unknown[]>('select 1 from idempotency_claim where job_id = ? limit 1', [jobId]);
+  return rows.length > 0;
+}
+
 /** Deletes claims past their 24 hours (their rows are only ever read by key, so this is tidying). */
 export async function deleteExpiredClaims(em: EntityManager, now: Date): Promise<number> {
   const rows = await em.execute<unknown[]>('delete from idempotency_claim where expires_at <= ? returning job_id', [now]);
