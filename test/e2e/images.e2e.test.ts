@@ -430,6 +430,35 @@ describe('image generation and edits through the whole system', () => {
     expect(await balance()).toBe(before - PRICE['gpt-sim-one-image']!);
   }, 90_000);
 
+  it('media killed mid-request: the 502 charges nothing, and once media is back the same key runs anew, charged once', async () => {
+    const nonce = randomUUID();
+    const key = `k-${nonce}`;
+    const body = { model: 'gpt-sim-one-image', prompt: `a crash ${nonce} [[sim:latency=2000]]` };
+    const before = await balance();
+    const pending = fail('/images/generations', body, { key });
+    for (const until = Date.now() + 10_000; (await providerCalls(nonce)) === 0; ) {
+      if (Date.now() > until) throw new Error('the request never reached the provider');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const media = system.services.get('media')!.child;
+    await new Promise((done) => {
+      media.once('exit', done);
+      media.kill('SIGKILL');
+    });
+    const failed = await pending;
+    expect([failed.status, failed.body.error.code]).toEqual([502, 'upstream_error']);
+    expect(await balance()).toBe(before);
+    await system.restartService('media');
+    // The key was freed by a retried abandon, not 30 minutes later when the job went stale.
+    let retry = await call('/images/generations', body, { key });
+    for (const until = Date.now() + 20_000; retry.status === 409 && Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 500));
+      retry = await call('/images/generations', body, { key });
+    }
+    expect(retry.status).toBe(200);
+    expect(await balance()).toBe(before - PRICE['gpt-sim-one-image']!);
+  }, 90_000);
+
   it('leaves a ledger whose every balance equals the sum of its entries', async () => {
     expect(await admin(system, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
   });

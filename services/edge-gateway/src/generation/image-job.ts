@@ -83,10 +83,21 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
     operation,
   });
   const log = request.log.child({ jobId });
+  // Frees the job's Idempotency-Key. Media away (it crashed under this very request, say): tried
+  // again in the background, so a retry with the key runs anew once media is back, not only when
+  // the job goes stale 30 minutes later. Abandoning is idempotent.
+  const abandonJob = () => deps.media.abandonImageJob({ jobId, accountId });
   const abandon = () =>
-    deps.media.abandonImageJob({ jobId, accountId }).then(
+    abandonJob().then(
       () => undefined,
-      (err: unknown) => log.error({ err }, 'abandoning an image job failed; media frees its key once it is stale'),
+      (err: unknown) => {
+        if (!(err instanceof RpcError)) return log.error({ err }, 'abandoning an image job failed; media frees its key once it is stale');
+        log.warn({ err }, 'abandoning an image job failed; retrying in the background');
+        untilAnswered(abandonJob, IN_BACKGROUND).then(
+          () => log.info('image job abandoned on a retry'),
+          (last: unknown) => log.error({ err: last }, 'abandoning an image job failed for good; media frees its key once it is stale'),
+        );
+      },
     );
 
   let hold: Hold;
