@@ -245,6 +245,18 @@ describe('stream failures', () => {
     });
   });
 
+  it("types a messages stream's error event by what failed, as Anthropic's do", () => {
+    const types = ['upstream_timeout', 'upstream_rate_limited', 'invalid_request', 'upstream_error'].map(
+      (code) => (streamFailureEvents('messages', { code, message: 'm' })[0]!.data as { error: { type: string } }).error.type,
+    );
+    expect(types).toEqual([
+      'timeout_error',
+      'rate_limit_error',
+      'invalid_request_error',
+      'api_error',
+    ]);
+  });
+
   it('reads a responses response.failed as an error', () => {
     const failed = { event: 'response.failed', data: { type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'boom' } } } };
     const { out } = run('responses', 'messages', [UPSTREAM_STREAMS.responses[0]!, failed]);

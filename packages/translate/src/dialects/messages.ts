@@ -342,8 +342,16 @@ function createStreamParser(): StreamParser {
   };
 }
 
+/** The messages protocol's error type for our code (its SDK and clients branch on it); else `api_error`. */
+const ERROR_TYPES: Record<string, string> = {
+  invalid_request: 'invalid_request_error',
+  rate_limit_exceeded: 'rate_limit_error',
+  upstream_rate_limited: 'rate_limit_error',
+  upstream_timeout: 'timeout_error',
+};
+
 function errorEvents(failure: StreamFailure): OutputEvent[] {
-  const error = compact({ type: 'api_error', code: failure.code, message: failure.message });
+  const error = compact({ type: (failure.code && ERROR_TYPES[failure.code]) ?? 'api_error', code: failure.code, message: failure.message });
   return [{ event: 'error', data: { type: 'error', error } }];
 }
 
