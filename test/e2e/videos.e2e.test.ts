@@ -95,6 +95,15 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
     if (res.status !== 200) throw new Error(`creation answered ${res.status}: ${res.bytes.toString()}`);
     return res.json<JobBody>();
   };
+  /** video-jobs dies at once (no cleanup), then starts again: its recovery sweep finds the job. */
+  const killAndRestartVideoJobs = async () => {
+    const child = system.services.get('video-jobs')!.child;
+    await new Promise((done) => {
+      child.once('exit', done);
+      child.kill('SIGKILL');
+    });
+    await system.restartService('video-jobs');
+  };
   const getJob = async (id: string, key?: string) => {
     const res = await api('GET', `/videos/generations/${id}`, key === undefined ? {} : { key });
     if (res.status !== 200) throw new Error(`status answered ${res.status}: ${res.bytes.toString()}`);
@@ -492,12 +501,7 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
         const id = await pendingJob(6);
         await billing.authorize(hold(id, 6));
         expect(await balanceOf(system, account.accountId)).toBe(before - 6 * PRICE['sora-sim']!);
-        const child = system.services.get('video-jobs')!.child;
-        await new Promise((done) => {
-          child.once('exit', done);
-          child.kill('SIGKILL');
-        });
-        await system.restartService('video-jobs');
+        await killAndRestartVideoJobs();
         await untilStatus(id, 'abandoned');
         expect(await balanceOf(system, account.accountId)).toBe(before);
         expect((await api('GET', `/videos/generations/${id}`)).status).toBe(404);
@@ -513,12 +517,7 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
         const id = await pendingJob(4, `killed-${randomUUID()}`);
         await billing.authorize(hold(id, 4));
         await billing.settle(settle(id, 4));
-        const child = system.services.get('video-jobs')!.child;
-        await new Promise((done) => {
-          child.once('exit', done);
-          child.kill('SIGKILL');
-        });
-        await system.restartService('video-jobs');
+        await killAndRestartVideoJobs();
         await untilStatus(id, 'queued');
         const done = await waitFor(id);
         expect(done).toMatchObject({ status: 'completed', service: { credit_charged: 4 * PRICE['sora-sim']! } });
@@ -536,12 +535,7 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
         await billing.authorize(hold(id, 4));
         await billing.settle(settle(id, 4));
         expect(await balanceOf(system, account.accountId)).toBe(before - 4 * PRICE['sora-sim']!);
-        const child = system.services.get('video-jobs')!.child;
-        await new Promise((done) => {
-          child.once('exit', done);
-          child.kill('SIGKILL');
-        });
-        await system.restartService('video-jobs');
+        await killAndRestartVideoJobs();
         await untilStatus(id, 'abandoned');
         await vi.waitFor(async () => expect(await balanceOf(system, account.accountId)).toBe(before), { timeout: 10_000, interval: 100 });
         expect((await api('GET', `/videos/generations/${id}`)).status).toBe(404);
