@@ -271,6 +271,8 @@ describe('helm lint and helm template', () => {
     const withToken = render(nested({ ...EVERYTHING_ENABLED, 'console.adminToken.existingSecret': 'gateway-console' }));
     const tokenEnv = named(withToken, 'Deployment', `${PREFIX}-console`).spec.template.spec.containers[0]!.env?.find((e) => e.name === 'CONSOLE_ADMIN_TOKEN');
     expect(tokenEnv?.valueFrom?.secretKeyRef).toEqual({ name: 'gateway-console', key: 'CONSOLE_ADMIN_TOKEN' });
+    // Behind the chart's ingress the sign-in limit counts the address the ingress saw, not the ingress.
+    expect(named(objs, 'ConfigMap', `${PREFIX}-console`).data!.CONSOLE_TRUST_PROXY).toBe('uniquelocal');
     const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
     expect(from('billing')).toEqual(['console', 'edge-gateway', 'video-jobs']);
     expect(from('catalog')).toEqual(['console', 'edge-gateway']);

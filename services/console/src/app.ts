@@ -32,7 +32,8 @@ export interface ConsoleDeps {
   secureCookies: boolean;
   /** Bearer token of `/internal/*`; undefined turns those routes off. */
   adminToken: string | undefined;
-  trustProxy: boolean;
+  /** Fastify's `trustProxy`: none, or which proxies (see `CONSOLE_TRUST_PROXY`). */
+  trustProxy: false | string[];
   isReady: () => boolean;
   now?: () => Date;
 }

@@ -26,8 +26,26 @@ const schema = z.object({
   CONSOLE_ADMIN_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32, 'must be at least 32 characters').optional()),
   /** Only for local plain-http runs: drops the `Secure` cookie attribute. */
   CONSOLE_INSECURE_COOKIES: envBool(false),
-  /** Behind a reverse proxy: take the client address from X-Forwarded-For (login throttling by IP). */
-  CONSOLE_TRUST_PROXY: envBool(false),
+  /**
+   * The proxies in front whose `X-Forwarded-For` entries are believed (the client address counts
+   * sign-in failures per IP): `false` (none: the peer is the client), or their addresses, CIDRs or
+   * proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`: the private ranges an ingress
+   * controller's pods usually have), comma-separated. The client is then the rightmost address
+   * that is not one of them. Not `true`: that believes the leftmost entry, which the client writes
+   * itself, so a client could count its failures under any address, another person's too.
+   */
+  CONSOLE_TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((value, ctx): false | string[] => {
+      const v = value.trim();
+      if (v === 'false' || v === '') return false;
+      if (v === 'true' || /^\d+$/.test(v)) {
+        ctx.addIssue({ code: 'custom', message: 'give the addresses or CIDRs of the proxies in front (e.g. uniquelocal), not true or a hop count' });
+        return z.NEVER;
+      }
+      return v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+    }),
   SESSION_IDLE_MINUTES: minutes(30),
   SESSION_MAX_MINUTES: minutes(12 * 60),
   SET_PASSWORD_TTL_MINUTES: minutes(72 * 60),

@@ -20,3 +20,13 @@ describe('CONSOLE_ADMIN_TOKEN', () => {
     expect(() => consoleConfig({ ...base, CONSOLE_ADMIN_TOKEN: 'short' })).toThrow(/CONSOLE_ADMIN_TOKEN: must be at least 32 characters/);
   });
 });
+
+describe('CONSOLE_TRUST_PROXY', () => {
+  it('names the proxies in front, or none; never everyone (true) or a hop count', () => {
+    expect(consoleConfig(base).CONSOLE_TRUST_PROXY).toBe(false);
+    expect(consoleConfig({ ...base, CONSOLE_TRUST_PROXY: 'false' }).CONSOLE_TRUST_PROXY).toBe(false);
+    expect(consoleConfig({ ...base, CONSOLE_TRUST_PROXY: 'uniquelocal, 100.64.0.0/10' }).CONSOLE_TRUST_PROXY).toEqual(['uniquelocal', '100.64.0.0/10']);
+    expect(() => consoleConfig({ ...base, CONSOLE_TRUST_PROXY: 'true' })).toThrow(/CONSOLE_TRUST_PROXY: give the addresses or CIDRs/);
+    expect(() => consoleConfig({ ...base, CONSOLE_TRUST_PROXY: '1' })).toThrow(/CONSOLE_TRUST_PROXY/);
+  });
+});

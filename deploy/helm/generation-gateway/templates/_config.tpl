@@ -61,6 +61,7 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- else if eq .key "console" -}}
 {{- $_ := set $env "CONSOLE_HOST" "0.0.0.0" -}}
 {{- $_ := set $env "CONSOLE_PORT" (toString $c.port) -}}
+{{- $_ := set $env "CONSOLE_TRUST_PROXY" (toString $v.trustProxy) -}}
 {{- end -}}
 {{- range $name, $value := $v.env -}}
 {{- $_ := set $env $name (toString $value) -}}
