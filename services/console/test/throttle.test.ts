@@ -1,9 +1,21 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LoginThrottle } from '../src/auth/throttle.ts';
+import { clientNetwork, LoginThrottle } from '../src/auth/throttle.ts';
 import { FakeClock, testHmac, testOrm } from './support.ts';
 
 const MIN = 60_000;
+
+describe('clientNetwork: what one client is for the per-IP count', () => {
+  it('an IPv4 address as it is (also mapped into IPv6), an IPv6 address as its /64', () => {
+    expect(['192.0.2.7', '::ffff:192.0.2.7', '2001:db8:1:2::5', '2001:0db8:0001:0002:aaaa:bbbb:cccc:dddd', 'not an address'].map(clientNetwork)).toEqual([
+      '192.0.2.7',
+      '192.0.2.7',
+      '2001:db8:1:2::/64',
+      '2001:db8:1:2::/64',
+      'not an address',
+    ]);
+  });
+});
 
 describe('login throttling on real Postgres', () => {
   let orm: MikroORM;
@@ -41,6 +53,14 @@ describe('login throttling on real Postgres', () => {
     for (let i = 0; i < 8; i++) await throttle.countAttempt(fresh().email, ip);
     const verdict = await throttle.check(fresh().email, ip);
     expect(verdict.locked).toBe(true);
+  });
+
+  it('counts an IPv6 client by its /64: eight addresses of one /64 are one client', async () => {
+    n += 1;
+    const net = `2001:db8:${n.toString(16)}:2`;
+    for (let i = 1; i <= 8; i++) await throttle.countAttempt(fresh().email, `${net}::${i.toString(16)}`);
+    expect((await throttle.check(fresh().email, `${net}:ffff:ffff:ffff:ffff`)).locked).toBe(true);
+    expect((await throttle.check(fresh().email, `2001:db8:${n.toString(16)}:3::1`)).locked).toBe(false); // the next /64
   });
 
   it('a success clears the address\'s count but not the IP\'s', async () => {

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
 import type { Hmac } from './secrets.ts';
 
@@ -26,6 +27,18 @@ export interface ThrottleVerdict {
 
 type Scope = 'email' | 'ip';
 
+/**
+ * What one client is, for the per-IP count: an IPv4 address, or an IPv6 address's /64. Any IPv6
+ * connection comes with a whole /64 to choose addresses from, so counted per address the limit
+ * would never be reached. An IPv4 address mapped into IPv6 is the IPv4 address.
+ */
+export function clientNetwork(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip;
+  const address = ipaddr.process(ip);
+  if (address.kind() === 'ipv4') return address.toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${address.toNormalizedString()}/64`).toString()}/64`;
+}
+
 export class LoginThrottle {
   readonly #orm: MikroORM;
   readonly #hmac: Hmac;
@@ -40,7 +53,7 @@ export class LoginThrottle {
   }
 
   #subject(scope: Scope, value: string): Buffer {
-    return this.#hmac.digest(`throttle-${scope}`, scope === 'email' ? value.trim().toLowerCase() : value);
+    return this.#hmac.digest(`throttle-${scope}`, scope === 'email' ? value.trim().toLowerCase() : clientNetwork(value));
   }
 
   async check(email: string, ip: string): Promise<ThrottleVerdict> {
