@@ -330,6 +330,40 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect((await admin({ account_id: accountA, email })).statusCode).toBe(201);
   });
 
+  it('the current password on the account page is throttled like a sign-in (5 per e-mail), so a session gives no unlimited guesses', async () => {
+    const { browser } = await signedIn(accountA);
+    await browser.get('/account');
+    const csrf = browser.csrf();
+    const change = (current: string) => browser.post('/account/password', { csrf_token: csrf, current, password: 'a brand new passphrase', confirm: 'a brand new passphrase' });
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await change(`guess number ${i}`)).statusCode);
+    expect(statuses).toEqual([400, 400, 400, 400, 400, 429]);
+    // Locked now: even the right password is not checked until the lock ends.
+    const right = await change(PASSWORD);
+    expect([right.statusCode, right.headers['retry-after']]).toEqual([429, String(15 * 60)]);
+  });
+
+  it('a new password or "log out everywhere" ends the member\'s unused set-password links', async () => {
+    for (const end of ['password', 'logout-all'] as const) {
+      const { browser, email } = await signedIn(accountA);
+      const issue = async () => {
+        const res = await app.inject({ method: 'POST', url: '/internal/members/reset-password', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { email } });
+        const link = new URL((res.json() as { set_password_url: string }).set_password_url);
+        return `${link.pathname}${link.search}`;
+      };
+      const link = await issue();
+      await browser.get('/account');
+      const ended =
+        end === 'password'
+          ? await browser.post('/account/password', { csrf_token: browser.csrf(), current: PASSWORD, password: 'the member’s own passphrase', confirm: 'the member’s own passphrase' })
+          : await browser.post('/account/logout-all', { csrf_token: browser.csrf() });
+      expect(ended.statusCode).toBe(303);
+      expect([end, (await new InjectBrowser(app, ORIGIN).get(link)).statusCode]).toEqual([end, 400]);
+      // A link issued afterwards works as before.
+      expect((await new InjectBrowser(app, ORIGIN).get(await issue())).statusCode).toBe(200);
+    }
+  });
+
   it('a forgotten password: the operator issues a reset link; using it sets the new password and ends every session', async () => {
     const { browser, email } = await signedIn(accountA);
     expect((await browser.get('/keys')).statusCode).toBe(200);

@@ -27,6 +27,12 @@ export interface ThrottleVerdict {
 
 type Scope = 'email' | 'ip';
 
+/** What a locked attempt is told: `Too many <what>. Try again in N minutes.` */
+export function lockedMessage(verdict: ThrottleVerdict, what: string): string {
+  const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
+  return `Too many ${what}. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
+
 /**
  * What one client is, for the per-IP count: an IPv4 address, or an IPv6 address's /64. Any IPv6
  * connection comes with a whole /64 to choose addresses from, so counted per address the limit
@@ -67,6 +73,17 @@ export class LoginThrottle {
     const until = rows[0]?.locked_until;
     if (!until) return { locked: false, retryAfterSeconds: 0 };
     return { locked: true, retryAfterSeconds: Math.max(1, Math.ceil((new Date(until).getTime() - now.getTime()) / 1000)) };
+  }
+
+  /**
+   * Whether a password may be checked now for this e-mail from this IP: refused while either is
+   * locked; otherwise the attempt is counted first (as a failure until `recordSuccess`), and the
+   * attempt past the limit is refused too, having just locked them.
+   */
+  async admit(email: string, ip: string): Promise<ThrottleVerdict> {
+    const verdict = await this.check(email, ip);
+    if (verdict.locked || (await this.countAttempt(email, ip))) return verdict;
+    return { locked: true, retryAfterSeconds: (await this.check(email, ip)).retryAfterSeconds || 60 };
   }
 
   /**

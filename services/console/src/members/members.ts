@@ -161,6 +161,15 @@ export class Members {
       memberId,
     ]);
     await this.#sessions.revokeAll(memberId, keepSession);
+    await this.endPendingLinks(memberId);
+  }
+
+  /**
+   * Ends the member's unused set-password links: a new password, or "log out everywhere", must
+   * not leave a link behind that would set another (mail, chat and proxy logs keep them).
+   */
+  async endPendingLinks(memberId: string): Promise<void> {
+    await this.#orm.em.fork().execute('delete from password_token where member_id = ? and used_at is null', [memberId]);
   }
 
   /** Sets a generated password directly (the local launcher's demo member); returns it once. */
@@ -171,7 +180,7 @@ export class Members {
       this.#now(),
       memberId,
     ]);
-    await this.#orm.em.fork().execute('delete from password_token where member_id = ? and used_at is null', [memberId]);
+    await this.endPendingLinks(memberId);
     return password;
   }
 

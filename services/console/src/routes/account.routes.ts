@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../app.ts';
 import { PASSWORD_MAX } from '../auth/passwords.ts';
+import { lockedMessage } from '../auth/throttle.ts';
 import { formField } from '../http/forms.ts';
 import { MemberError } from '../members/members.ts';
 import { accountPage } from '../views/account.view.ts';
@@ -34,12 +35,20 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     if (next !== formField(request.body, 'confirm', PASSWORD_MAX + 1)) {
       return show(request, reply, { kind: 'error', text: 'The two new passwords differ.' }, 400);
     }
+    // The current password is a password check like a sign-in: throttled alike, so a session left
+    // open (or stolen) does not give unlimited guesses at it.
+    const verdict = await deps.throttle.admit(session.member.email, request.ip);
+    if (verdict.locked) {
+      reply.header('retry-after', String(verdict.retryAfterSeconds));
+      return show(request, reply, { kind: 'error', text: lockedMessage(verdict, 'wrong current passwords') }, 429);
+    }
     try {
       await deps.members.changePassword(session.member.memberId, current, next, session.idHash);
     } catch (err) {
       if (err instanceof MemberError) return show(request, reply, { kind: 'error', text: err.message }, 400);
       throw err;
     }
+    await deps.throttle.recordSuccess(session.member.email, request.ip);
     request.log.info({ member: session.member.memberId }, 'password changed');
     return reply.redirect('/account?done=password-changed', 303);
   });
@@ -60,6 +69,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
   app.post('/account/logout-all', async (request, reply) => {
     const { memberId } = request.memberSession!.member;
     const ended = await deps.sessions.revokeAll(memberId);
+    await deps.members.endPendingLinks(memberId);
     request.log.info({ member: memberId, sessions: ended }, 'logged out everywhere');
     reply.clearCookie(deps.cookies.session, deps.cookies.options);
     return reply.redirect('/login?done=logged-out-everywhere', 303);

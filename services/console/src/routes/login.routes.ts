@@ -3,6 +3,7 @@ import type { RouteDeps } from '../app.ts';
 import { csrfTokenValid, preSessionCsrfToken, sameOrigin } from '../auth/csrf.ts';
 import { PASSWORD_MAX, verifyPassword } from '../auth/passwords.ts';
 import { randomToken } from '../auth/secrets.ts';
+import { lockedMessage } from '../auth/throttle.ts';
 import { formField, queryParam } from '../http/forms.ts';
 import { EMAIL_MAX, MemberError } from '../members/members.ts';
 import { invalidLinkPage, loginPage, setPasswordPage } from '../views/auth.view.ts';
@@ -60,21 +61,11 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       request.log.warn('sign-in refused: CSRF check failed');
       return showLogin(request, reply, 403, { email, next, notice: EXPIRED_FORM });
     }
-    let verdict = await deps.throttle.check(email, request.ip);
-    // Counted before the password is checked: a burst of attempts gets no more checks than the
-    // limit. The attempt past it has just locked the address (or the IP).
-    if (!verdict.locked && !(await deps.throttle.countAttempt(email, request.ip))) {
-      verdict = { locked: true, retryAfterSeconds: (await deps.throttle.check(email, request.ip)).retryAfterSeconds || 60 };
-    }
+    // Counted before the password is checked: a burst of attempts gets no more checks than the limit.
+    const verdict = await deps.throttle.admit(email, request.ip);
     if (verdict.locked) {
-      const retryAfter = verdict.retryAfterSeconds;
-      reply.header('retry-after', String(retryAfter));
-      const minutes = Math.ceil(retryAfter / 60);
-      return showLogin(request, reply, 429, {
-        email,
-        next,
-        notice: { kind: 'error', text: `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` },
-      });
+      reply.header('retry-after', String(verdict.retryAfterSeconds));
+      return showLogin(request, reply, 429, { email, next, notice: { kind: 'error', text: lockedMessage(verdict, 'failed sign-ins') } });
     }
     const member = await deps.members.byEmail(email);
     // Verified even for an unknown address (against a dummy hash): the time taken tells nothing.
