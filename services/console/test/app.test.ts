@@ -119,6 +119,11 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect(page.headers['cache-control']).toBe('no-store');
     expect(page.headers['x-frame-options']).toBe('DENY');
     expect(page.body).toContain('<main id="main"');
+    // Assets may be cached; nothing else, whatever its URL looks like.
+    expect((await browser.get('/assets/console.css')).headers['cache-control']).not.toBe('no-store');
+    expect((await browser.get('/assets/../keys')).headers['cache-control']).toBe('no-store');
+    // A notice code is looked up among our own, never the object's inherited names.
+    for (const done of ['__proto__', 'constructor', 'toString']) expect((await browser.get(`/keys?done=${done}`)).body).not.toContain('class="notice');
   });
 
   it('a set-password link works once', async () => {

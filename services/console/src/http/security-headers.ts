@@ -26,6 +26,7 @@ export function registerSecurityHeaders(app: FastifyInstance): void {
     reply.header('referrer-policy', 'same-origin');
     reply.header('cross-origin-opener-policy', 'same-origin');
     reply.header('cross-origin-resource-policy', 'same-origin');
-    if (!request.url.startsWith('/assets/')) reply.header('cache-control', 'no-store');
+    // By the route matched, not the URL as sent (it could be spelled to look like an asset).
+    if (!request.routeOptions.url?.startsWith('/assets/')) reply.header('cache-control', 'no-store');
   });
 }

@@ -45,5 +45,5 @@ const NOTICES: Record<string, Notice> = {
 
 export function noticeFrom(query: unknown): Notice | undefined {
   const code = typeof query === 'object' && query !== null ? (query as Record<string, unknown>).done : undefined;
-  return typeof code === 'string' ? NOTICES[code] : undefined;
+  return typeof code === 'string' && Object.hasOwn(NOTICES, code) ? NOTICES[code] : undefined;
 }
