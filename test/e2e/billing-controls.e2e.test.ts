@@ -1,6 +1,7 @@
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
-import { billingClient, openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
+import { balanceOf, billingClient, openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -88,6 +89,24 @@ describe('keys, limits, rate limits and switches across two gateway replicas', (
     } finally {
       billing.close();
     }
+  });
+
+  it('a revocation whose event never came (NATS away): the cached key is still refused money, 401 auth_revoked, nothing charged', async () => {
+    const { apiKey, keyId, accountId } = await fundedAccount(system, 100_000);
+    const chat = { model: 'gpt-sim-mini', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] };
+    expect((await call(system.baseUrl, apiKey, '/chat/completions', chat)).status).toBe(200); // the key is cached now
+    const before = await balanceOf(system, accountId);
+    // Revoked in billing's own table, with no event: as if NATS had lost it.
+    const db = new Client({ connectionString: system.databaseUrl });
+    await db.connect();
+    try {
+      await db.query('update billing.api_key set revoked_at = now() where id = $1', [keyId]);
+    } finally {
+      await db.end();
+    }
+    const refused = await call(system.baseUrl, apiKey, '/chat/completions', chat);
+    expect([refused.status, await codeOf(refused)]).toEqual([401, 'auth_revoked']);
+    expect(await balanceOf(system, accountId)).toBe(before);
   });
 
   it('the account rate limit is shared by both replicas, with Retry-After and the blocking axis', async () => {

@@ -59,6 +59,21 @@ describe('request money (holds, settlements, refunds) on real Postgres', () => {
     expect(new Set(balances).size).toBe(100); // every hold saw a distinct balance: no lost update
   });
 
+  it('a hold is refused to a revoked or expired key (auth_revoked / auth_expired), whatever a gateway cached; its earlier hold still settles', async () => {
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const earlier = authorizeReq(accountId, keyId);
+    await money.authorize(earlier);
+    await orm.em.fork().execute('update api_key set expires_at = ? where id = ?', [new Date(Date.now() - 1_000), keyId]);
+    await expect(money.authorize(authorizeReq(accountId, keyId))).rejects.toMatchObject({ code: 'auth_expired', message: 'The API key has expired.' });
+    await orm.em.fork().execute('update api_key set revoked_at = now() where id = ?', [keyId]);
+    await expect(money.authorize(authorizeReq(accountId, keyId))).rejects.toMatchObject({ code: 'auth_revoked', message: 'The API key was revoked.' });
+    // Sent again after its answer was lost, the earlier authorize finds its hold; the request it
+    // belongs to passed auth in time and settles as usual.
+    expect(await money.authorize(earlier)).toMatchObject({ held: 1n });
+    const settle = { requestId: earlier.requestId, accountId, unit: IMAGE, pricePerUnit: 1n, units: 1n };
+    expect(await money.settle(create(billingV1.SettleRequestSchema, settle))).toEqual({ creditCharged: 1n, balanceAfter: 999n });
+  });
+
   it('settles to the actual cost, releases in full, and a replay moves nothing', async () => {
     const { accountId, keyId } = await account(orm, 1_000n);
     const a = authorizeReq(accountId, keyId, { unit: IMAGE, pricePerUnit: 100n, worstUnits: 4n });

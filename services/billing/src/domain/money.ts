@@ -53,6 +53,8 @@ export interface MoneyResult {
 }
 
 const MESSAGES: Record<string, string> = {
+  auth_revoked: 'The API key was revoked.',
+  auth_expired: 'The API key has expired.',
   insufficient_balance: 'The wallet balance is not enough for this request.',
   api_key_limit_exceeded: 'This API key reached a limit its owner configured.',
   api_key_quota_reconciliation_required:

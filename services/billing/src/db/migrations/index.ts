@@ -5,6 +5,7 @@ import { Migration004RateInApplyOps } from './migration-004-rate-in-apply-ops.ts
 import { Migration005ReplayBeforeRate } from './migration-005-replay-before-rate.ts';
 import { Migration006ApplyBatch } from './migration-006-apply-batch.ts';
 import { Migration007RateLongestWait } from './migration-007-rate-longest-wait.ts';
+import { Migration008KeyStateInAuthorize } from './migration-008-key-state-in-authorize.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const billingMigrations = [
@@ -15,4 +16,5 @@ export const billingMigrations = [
   { name: 'Migration005ReplayBeforeRate', class: Migration005ReplayBeforeRate },
   { name: 'Migration006ApplyBatch', class: Migration006ApplyBatch },
   { name: 'Migration007RateLongestWait', class: Migration007RateLongestWait },
+  { name: 'Migration008KeyStateInAuthorize', class: Migration008KeyStateInAuthorize },
 ];

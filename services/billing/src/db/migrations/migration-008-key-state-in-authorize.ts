@@ -1,0 +1,237 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * `apply_ops` of migration 005 with one change: an authorize refuses a key that is revoked or
+ * expired (`auth_revoked`, `auth_expired`). Gateways check keys from a cached lookup that a
+ * NATS event invalidates; while NATS was away, a revoked key kept working, and was charged.
+ * Money is now refused to such a key wherever the lookup came from.
+ */
+export class Migration008KeyStateInAuthorize extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(APPLY_OPS);
+  }
+}
+
+const APPLY_OPS = `
+create or replace function "apply_ops"(p_account uuid, p_ops jsonb, p_now timestamptz) returns jsonb
+language plpgsql set search_path from current as $fn$
+declare
+  v_balance bigint;
+  v_tz text;
+  v_day date;
+  v_month date;
+  v_results jsonb := '[]'::jsonb;
+  v_op jsonb;
+  v_hold "hold"%rowtype;
+  v_lim record;
+  v_win record;
+  v_fail jsonb;
+  v_amount bigint;
+  v_charge bigint;
+  v_delta bigint;
+  v_req text;
+  v_key uuid;
+  v_limited uuid[];
+  v_used uuid[] := '{}';
+  v_rate record;
+  v_revoked uuid[];
+  v_expired uuid[];
+begin
+  -- One lock per batch: every change to this account's money and key windows happens under it.
+  select w."balance", a."time_zone" into v_balance, v_tz
+    from "wallet" w join "account" a on a."id" = w."account_id"
+    where w."account_id" = p_account for update of w;
+  if not found then
+    return (select jsonb_agg(jsonb_build_object('ok', false, 'code', 'not_found')) from jsonb_array_elements(p_ops));
+  end if;
+  v_day := (p_now at time zone v_tz)::date;
+  v_month := date_trunc('month', p_now at time zone v_tz)::date;
+  -- Keys of this batch that have limits: only their usage windows are kept (see set_key_limit).
+  select coalesce(array_agg(distinct l."key_id"), '{}') into v_limited from "key_limit" l
+   where l."key_id" in (select (o->>'key_id')::uuid from jsonb_array_elements(p_ops) o where o->>'key_id' is not null);
+  -- Keys of this batch's holds that are revoked or expired: refused here too, whatever a
+  -- gateway's cached lookup still says (its invalidation travels over NATS, which can be away).
+  select coalesce(array_agg(k."id") filter (where k."revoked_at" is not null), '{}'),
+         coalesce(array_agg(k."id") filter (where k."revoked_at" is null and k."expires_at" <= p_now), '{}')
+    into v_revoked, v_expired
+    from "api_key" k
+   where k."id" in (select (o->>'key_id')::uuid from jsonb_array_elements(p_ops) o where o->>'op' = 'authorize' and o->>'key_id' is not null);
+
+  for v_op in select value from jsonb_array_elements(p_ops) loop
+    v_req := v_op->>'request_id';
+    v_fail := null;
+
+    if v_op->>'op' = 'authorize' then
+      -- A request sent again (its first answer was lost) finds its hold, before anything counts it.
+      select * into v_hold from "hold" where "request_id" = v_req;
+      if found then
+        v_results := v_results || jsonb_build_object('ok', v_hold."account_id" = p_account, 'replay', true,
+          'balance_after', v_balance::text, 'held', v_hold."amount"::text,
+          'code', case when v_hold."account_id" = p_account then null else 'invalid_request' end);
+        continue;
+      end if;
+      -- A key revoked or expired is refused before anything counts or holds (auth comes first).
+      if (v_op->>'key_id')::uuid = any(v_revoked) or (v_op->>'key_id')::uuid = any(v_expired) then
+        v_results := v_results || jsonb_build_object('ok', false,
+          'code', case when (v_op->>'key_id')::uuid = any(v_revoked) then 'auth_revoked' else 'auth_expired' end);
+        continue;
+      end if;
+      -- The account rate limit, counted when the caller asks (the gateway's hot path): every
+      -- request counts once, refused ones included; refused here, nothing is held.
+      if v_op ? 'rate_now_ms' then
+        select * into v_rate from "count_rate"(p_account, (v_op->>'rate_now_ms')::bigint,
+          (v_op->>'rate_per_second')::integer, (v_op->>'rate_per_minute')::integer);
+        if v_rate.limit_type is not null then
+          v_results := v_results || jsonb_build_object('ok', false, 'code', 'rate_limit_exceeded',
+            'limit_type', v_rate.limit_type, 'retry_after_seconds', v_rate.retry_after);
+          continue;
+        end if;
+      end if;
+      v_key := (v_op->>'key_id')::uuid;
+      v_amount := (v_op->>'amount')::bigint;
+
+      if (v_op->>'text')::boolean and exists (
+        select 1 from "reconciliation" where "key_id" = v_key and "resolved_at" is null) then
+        v_fail := jsonb_build_object('ok', false, 'code', 'api_key_quota_reconciliation_required');
+      end if;
+
+      if v_fail is null and v_key = any(v_limited) then
+        for v_lim in
+          select l."limit_type", l."period", l."value",
+                 coalesce(u."spent", 0) as spent, coalesce(u."requests", 0) as requests,
+                 coalesce(u."tokens", 0) + coalesce(u."tokens_reserved", 0) as tokens
+            from "key_limit" l
+            left join "key_usage_window" u on u."key_id" = l."key_id" and u."period" = l."period"
+              and u."window_start" = case l."period" when 'daily' then v_day when 'monthly' then v_month else date '1970-01-01' end
+           where l."key_id" = v_key
+           order by case l."limit_type" when 'requests' then 0 when 'spending' then 1 else 2 end,
+                    case l."period" when 'daily' then 0 when 'monthly' then 1 else 2 end
+        loop
+          if (v_lim."limit_type" = 'requests' and v_lim.requests + 1 > v_lim."value")
+             or (v_lim."limit_type" = 'spending' and v_lim.spent + v_amount > v_lim."value")
+             or (v_lim."limit_type" = 'tokens' and (v_op->>'text')::boolean and v_lim.tokens >= v_lim."value") then
+            v_fail := jsonb_build_object('ok', false, 'code', 'api_key_limit_exceeded',
+              'limit_type', v_lim."limit_type", 'period', v_lim."period");
+            exit;
+          end if;
+        end loop;
+      end if;
+
+      if v_fail is null and v_balance < v_amount then
+        v_fail := jsonb_build_object('ok', false, 'code', 'insufficient_balance');
+      end if;
+      if v_fail is not null then
+        v_results := v_results || v_fail;
+        continue;
+      end if;
+
+      v_balance := v_balance - v_amount;
+      insert into "hold" ("request_id", "account_id", "key_id", "amount", "worst_tokens", "unit", "price", "endpoint",
+                          "model", "status", "day_start", "month_start", "created_at", "windowed")
+        values (v_req, p_account, v_key, v_amount, coalesce((v_op->>'worst_tokens')::bigint, 0), v_op->>'unit',
+                (v_op->>'price')::bigint, v_op->>'endpoint', v_op->>'model', 'open', v_day, v_month, p_now,
+                coalesce(v_key = any(v_limited), false));
+      insert into "ledger_entry" ("account_id", "kind", "amount", "balance_after", "reference", "key_id", "created_at")
+        values (p_account, 'hold', -v_amount, v_balance, 'hold:' || v_req, v_key, p_now);
+      if v_key = any(v_limited) then
+        insert into "key_usage_window" as u ("key_id", "period", "window_start", "spent", "requests", "tokens_reserved")
+          select v_key, p.period, p.start, v_amount, 1, coalesce((v_op->>'worst_tokens')::bigint, 0)
+            from (values ('daily', v_day), ('monthly', v_month), ('lifetime', date '1970-01-01')) as p(period, start)
+          on conflict ("key_id", "period", "window_start") do update
+            set "spent" = u."spent" + excluded."spent", "requests" = u."requests" + 1,
+                "tokens_reserved" = u."tokens_reserved" + excluded."tokens_reserved";
+      end if;
+      if v_key is not null and not v_key = any(v_used) then
+        v_used := v_used || v_key;
+      end if;
+      v_results := v_results || jsonb_build_object('ok', true, 'held', v_amount::text, 'balance_after', v_balance::text);
+
+    elsif v_op->>'op' in ('settle', 'release') then
+      select * into v_hold from "hold" where "request_id" = v_req and "account_id" = p_account;
+      if not found then
+        v_results := v_results || jsonb_build_object('ok', false, 'code', 'not_found');
+        continue;
+      end if;
+      if v_hold."status" <> 'open' then
+        v_results := v_results || jsonb_build_object('ok', true, 'replay', true,
+          'credit_charged', coalesce(v_hold."charged", 0)::text, 'balance_after', v_hold."balance_after"::text);
+        continue;
+      end if;
+      if v_op->>'op' = 'settle' and (v_op->>'unit' is distinct from v_hold."unit"
+                                     or (v_op->>'price')::bigint is distinct from v_hold."price") then
+        v_results := v_results || jsonb_build_object('ok', false, 'code', 'invalid_request');
+        continue;
+      end if;
+      v_charge := case when v_op->>'op' = 'settle' then (v_op->>'charge')::bigint else 0 end;
+      -- The hold is the worst case; a charge above it takes at most what the wallet still has.
+      if v_charge > v_hold."amount" + v_balance then
+        v_charge := v_hold."amount" + v_balance;
+      end if;
+      v_delta := v_hold."amount" - v_charge;
+      v_balance := v_balance + v_delta;
+      update "hold" set "status" = case when v_op->>'op' = 'settle' then 'settled' else 'released' end,
+                        "charged" = v_charge, "balance_after" = v_balance, "settled_at" = p_now
+        where "request_id" = v_req;
+      insert into "ledger_entry" ("account_id", "kind", "amount", "balance_after", "reference", "key_id", "created_at")
+        values (p_account, case when v_op->>'op' = 'settle' then 'settle' else 'release' end, v_delta, v_balance,
+                v_op->>'op' || ':' || v_req, v_hold."key_id", p_now);
+      if v_hold."windowed" then
+        -- Settle against the windows the hold was counted in, even across midnight.
+        update "key_usage_window" u
+           set "spent" = u."spent" - v_delta,
+               "tokens" = u."tokens" + coalesce((v_op->>'total_tokens')::bigint, 0),
+               "tokens_reserved" = greatest(0, u."tokens_reserved" - v_hold."worst_tokens"),
+               "requests" = u."requests" - case when v_op->>'op' = 'release' then 1 else 0 end
+         where u."key_id" = v_hold."key_id"
+           and (u."period", u."window_start") in (('daily', v_hold."day_start"), ('monthly', v_hold."month_start"),
+                                                  ('lifetime', date '1970-01-01'));
+      end if;
+      if v_op->>'op' = 'settle' then
+        insert into "usage_record" ("request_id", "account_id", "key_id", "model", "endpoint", "input_tokens",
+                                    "output_tokens", "total_tokens", "images", "seconds", "credits", "created_at")
+          values (v_req, p_account, v_hold."key_id", v_hold."model", v_hold."endpoint",
+                  coalesce((v_op->>'input_tokens')::bigint, 0), coalesce((v_op->>'output_tokens')::bigint, 0),
+                  coalesce((v_op->>'total_tokens')::bigint, 0), coalesce((v_op->>'images')::int, 0),
+                  coalesce((v_op->>'seconds')::int, 0), v_charge, p_now);
+        if coalesce((v_op->>'reconcile')::boolean, false) and v_hold."key_id" is not null then
+          insert into "reconciliation" ("key_id", "request_id", "marked_at") values (v_hold."key_id", v_req, p_now);
+        end if;
+      end if;
+      v_results := v_results || jsonb_build_object('ok', true, 'credit_charged', v_charge::text, 'balance_after', v_balance::text);
+
+    elsif v_op->>'op' = 'refund' then
+      select * into v_hold from "hold" where "request_id" = v_req and "account_id" = p_account;
+      if not found or v_hold."status" <> 'settled' then
+        v_results := v_results || jsonb_build_object('ok', false, 'code', 'not_found');
+        continue;
+      end if;
+      if v_hold."refunded" > 0 or coalesce(v_hold."charged", 0) = 0 then
+        v_results := v_results || jsonb_build_object('ok', true, 'replay', true,
+          'credit_refunded', v_hold."refunded"::text, 'balance_after', v_balance::text);
+        continue;
+      end if;
+      v_balance := v_balance + v_hold."charged";
+      update "hold" set "refunded" = v_hold."charged" where "request_id" = v_req;
+      insert into "ledger_entry" ("account_id", "kind", "amount", "balance_after", "reference", "key_id", "created_at")
+        values (p_account, 'refund', v_hold."charged", v_balance, 'refund:' || v_req, v_hold."key_id", p_now);
+      update "usage_record" set "credits" = 0 where "request_id" = v_req;
+      if v_hold."windowed" then
+        update "key_usage_window" u set "spent" = u."spent" - v_hold."charged"
+         where u."key_id" = v_hold."key_id"
+           and (u."period", u."window_start") in (('daily', v_hold."day_start"), ('monthly', v_hold."month_start"),
+                                                  ('lifetime', date '1970-01-01'));
+      end if;
+      v_results := v_results || jsonb_build_object('ok', true, 'credit_refunded', v_hold."charged"::text, 'balance_after', v_balance::text);
+
+    else
+      v_results := v_results || jsonb_build_object('ok', false, 'code', 'invalid_request');
+    end if;
+  end loop;
+
+  update "wallet" set "balance" = v_balance, "updated_at" = p_now where "account_id" = p_account;
+  -- Last use is for people (the dashboard): a minute's precision, one write per key per batch at most.
+  update "api_key" set "last_used_at" = p_now
+   where "id" = any(v_used) and ("last_used_at" is null or "last_used_at" < p_now - interval '1 minute');
+  return v_results;
+end
+$fn$`;
