@@ -110,6 +110,12 @@ describe('model resolution, in the order of DECISIONS.md step 5', () => {
     expect(codeOf(() => hidden.listing())).toBe('model_catalog_disabled');
     expect(codeOf(() => hidden.resolve('ok', 'chat'))).toBe('ok');
   });
+
+  it('before its first snapshot (catalog away since start) knows no model, and says so as a retryable 502, not unknown_model', () => {
+    const empty = new CatalogCache(() => NOW);
+    expect(codeOf(() => empty.resolve('ok', 'chat'))).toBe('upstream_error');
+    expect(codeOf(() => empty.listing())).toBe('upstream_error');
+  });
 });
 
 const cooling = (seconds?: number) =>

@@ -113,6 +113,9 @@ export class CatalogCache {
    * step 5. On `POST /chat` a disabled model is `unknown_model` (spec 4.3).
    */
   resolve(modelId: string, endpoint: string): ResolvedModel {
+    // Not loaded yet (catalog away since this replica started): no model is known, but that is
+    // no reason to tell a client its model does not exist (a 400 it must not retry).
+    if (!this.#snapshot) throw new GatewayError('upstream_error', 'The model catalog is not loaded yet. Retry in a few seconds.');
     const m = this.#models.get(modelId);
     const kind = m ? KIND[m.kind as keyof typeof KIND] : undefined;
     // On /chat a disabled model does not exist (spec 4.3), whatever else it could not do.
