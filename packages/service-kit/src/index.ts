@@ -7,7 +7,7 @@ export { BytesBudget } from './bytes-budget.ts';
 export { createOrm, runMigrations, type NamedMigration, type OrmOptions } from './db/orm.ts';
 export { observeQueries, type QueryGauge } from './db/gauges.ts';
 export { runPrepared, type PreparedStatement } from './db/prepared.ts';
-export { connectNats, ensureStreamFor, subscribeBroadcast, type NatsConnection, type NatsOptions } from './bus/nats.ts';
+export { connectNats, ensureStreamFor, subscribeBroadcast, type NatsConnection, type NatsOptions, type Subscription } from './bus/nats.ts';
 export { qualify, streamFor } from './bus/subjects.ts';
 export { enqueueEvent, OutboxRelay, type OutgoingEvent, type RelayOptions } from './bus/outbox.ts';
 export { consumeDurable, processOnce, type DurableConsumerOptions } from './bus/consumer.ts';

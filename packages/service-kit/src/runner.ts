@@ -38,7 +38,12 @@ export interface ServiceContext {
   meter: Meter;
   /** Present when the service declared a database. */
   orm: MikroORM;
-  nats: NatsConnection;
+  /**
+   * Runs `start` once NATS is connected (its durable consumers, say), and its returned step on
+   * shutdown. The service does not wait for NATS: it serves its rpcs while NATS is away, even
+   * when it starts then, and its events wait in its outbox.
+   */
+  whenNats(start: (nats: NatsConnection) => Promise<ShutdownStep> | ShutdownStep): void;
   /** Registers work to stop on shutdown, after the gRPC server has drained. */
   onStop(step: ShutdownStep): void;
 }
@@ -57,9 +62,9 @@ export interface GrpcServiceOptions {
 
 /**
  * The common life of a gRPC service: validated config, telemetry, JSON logs, its own schema
- * migrated, NATS with the outbox relay, the gRPC server with the standard health service, a
- * ready file, and graceful shutdown (health NOT_SERVING first, drain calls, stop background
- * work, close NATS and the database, flush telemetry).
+ * migrated, the gRPC server with the standard health service, a ready file, NATS with the outbox
+ * relay once connected (not waited for), and graceful shutdown (health NOT_SERVING first, drain
+ * calls, stop background work, close NATS and the database, flush telemetry).
  */
 export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
   const env = loadConfig(serviceEnv);
@@ -76,13 +81,33 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     }
   }
-  const nats = await connectNats(env.NATS_URL, opts.name, { logger });
   const stops: ShutdownStep[] = [];
-  let relay: OutboxRelay | undefined;
+  // NATS is not waited for (a service that needed it to start could not restart during a NATS
+  // outage): what needs it starts once connected, and stops before the connection drains.
+  const natsConnected = connectNats(env.NATS_URL, opts.name, { logger });
+  const natsStops: ShutdownStep[] = [];
+  let stopping = false;
+  const whenNats = (start: (nats: NatsConnection) => Promise<ShutdownStep> | ShutdownStep) => {
+    void natsConnected
+      .then(async (nats) => {
+        if (stopping) return;
+        natsStops.push(await start(nats));
+      })
+      .catch((err: unknown) => logger.error({ err }, 'starting work on NATS failed'));
+  };
+  let connected: NatsConnection | undefined;
+  void natsConnected.then((nats) => {
+    connected = nats;
+    logger.info('nats connected');
+  });
   if (opts.outbox && orm) {
-    relay = new OutboxRelay({ orm, nats, namespace: env.EVENTS_NAMESPACE, logger });
-    relay.start();
-    observeQueries(telemetry.meter, orm, OUTBOX_GAUGES);
+    const db = orm;
+    observeQueries(telemetry.meter, db, OUTBOX_GAUGES);
+    whenNats((nats) => {
+      const relay = new OutboxRelay({ orm: db, nats, namespace: env.EVENTS_NAMESPACE, logger });
+      relay.start();
+      return () => relay.stop();
+    });
   }
 
   const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
@@ -96,7 +121,7 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
       if (!orm) throw new Error(`${opts.name} declared no database`);
       return orm;
     },
-    nats,
+    whenNats,
     onStop: (step) => stops.push(step),
   };
   const onUnexpectedError = (err: unknown, path: string) => logger.error({ err, path }, 'rpc failed unexpectedly');
@@ -114,8 +139,12 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
     async () => {
       for (const step of stops) await step();
     },
-    () => relay?.stop(),
-    () => nats.drain(),
+    async () => {
+      stopping = true;
+      for (const step of natsStops) await step();
+    },
+    // Drained if connected; a connection still being attempted ends with the process.
+    () => connected?.drain(),
     () => orm?.close(),
     () => telemetry.shutdown(),
   ]);

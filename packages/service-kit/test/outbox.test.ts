@@ -1,9 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { context, trace } from '@opentelemetry/api';
@@ -11,6 +7,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import { Migration } from '@mikro-orm/migrations';
 import { defineEntity, p, type MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { OwnNats } from '../../../test/support/own-nats.ts';
 import { connectNats, consumeDurable, createLogger, createOrm, enqueueEvent, OutboxRelay, processOnce, runMigrations, startTelemetry, type NatsConnection } from '../src/index.ts';
 
 /** A state change to announce: a row in the test's own schema. */
@@ -20,50 +17,6 @@ ThingSchema.setClass(Thing);
 class Migration001Thing extends Migration {
   override async up(): Promise<void> {
     this.addSql('create table "thing" ("id" text primary key, "state" text not null)');
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const NATS_BIN = spawnSync('sh', ['-c', 'command -v nats-server || ls /usr/sbin/nats-server'], { encoding: 'utf8' }).stdout.trim().split('\n')[0];
-
-/** A NATS server of the test's own, so the test can stop it and start it again (same port, same store). */
-class OwnNats {
-  child: ChildProcess | null = null;
-  readonly store = mkdtempSync(join(tmpdir(), 'gw-nats-'));
-  readonly port: number;
-  constructor(port: number) {
-    this.port = port;
-  }
-  get url() {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-  async start(): Promise<void> {
-    this.child = spawn(NATS_BIN!, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.store], { stdio: 'ignore' });
-    for (let i = 0; i < 100; i++) {
-      const nc = await connectNats(this.url, 'probe').catch(() => null);
-      if (nc) {
-        await nc.close();
-        return;
-      }
-      await sleep(100);
-    }
-    throw new Error('nats-server did not start');
-  }
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    await new Promise<void>((done) => {
-      child.once('exit', () => done());
-      child.kill('SIGTERM');
-    });
   }
 }
 
@@ -94,7 +47,7 @@ describe('transactional outbox and idempotent consumer (real Postgres, real JetS
       migrations: [{ name: 'Migration001Thing', class: Migration001Thing }],
     });
     await runMigrations(orm);
-    nats = new OwnNats(await freePort());
+    nats = await OwnNats.onFreePort();
     await nats.start();
     nc = await connectNats(nats.url, 'outbox-test');
   }, 30_000);

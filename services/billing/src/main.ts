@@ -27,7 +27,7 @@ await runGrpcService({
   defaultPort: 50051,
   database: { schema: 'billing', entities: billingEntities, migrations: billingMigrations },
   outbox: true,
-  register: async ({ orm, nats, env: serviceEnv, logger, meter, onStop }) => {
+  register: async ({ orm, whenNats, env: serviceEnv, logger, meter, onStop }) => {
     const rateDefaults = { perSecond: env.RATE_LIMIT_PER_SECOND, perMinute: env.RATE_LIMIT_PER_MINUTE };
     const money = new RequestMoney(orm, { now, meter, rateDefaults, logger });
     observeQueries(meter, orm, [
@@ -38,8 +38,8 @@ await runGrpcService({
               union all select coalesce(sum(amount), 0), 'credits' from hold where status = 'open'`,
       },
     ]);
-    onStop(await refundFailedVideoJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
-    onStop(await settleAbandonedImageJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
+    whenNats((nats) => refundFailedVideoJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
+    whenNats((nats) => settleAbandonedImageJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
     onStop(startHoldSweeper(() => releaseStaleHolds(orm.em.fork(), money, env.HOLD_MAX_AGE_MS, now(), logger), env.HOLD_SWEEP_INTERVAL_MS, logger));
     return [
       [

@@ -1,6 +1,6 @@
 import { fromBinary } from '@bufbuild/protobuf';
 import { billingV1, catalogV1, createClient, createGenerateExchange, createMoneyExchange, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
-import { BytesBudget, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile } from '@gw/service-kit';
+import { BytesBudget, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
 import { gatewayConfig } from './config.ts';
@@ -36,23 +36,28 @@ const reloadCatalog = coalescedReload(async () => catalogCache.replace(await cat
 await Promise.all([reloadSwitches(), reloadCatalog()]);
 
 // Revocations, switch and catalog changes reach every replica as broadcast events. Events missed
-// while disconnected are covered by dropping the key cache and reloading on reconnect, and by a
-// periodic reload as a safety net.
-const nats = await connectNats(config.NATS_URL, 'edge-gateway', {
-  logger,
-  onReconnect: () => {
-    keys.clear();
-    void reloadSwitches();
-    void reloadCatalog();
-  },
-});
+// while disconnected are covered by dropping the key cache and reloading on (re)connect, and by a
+// periodic reload as a safety net. NATS is not waited for: a replica must start during a NATS
+// outage too (billing refuses money to revoked and expired keys whatever this cache says).
+const resync = () => {
+  keys.clear();
+  void reloadSwitches();
+  void reloadCatalog();
+};
 const ns = config.EVENTS_NAMESPACE;
-const subscriptions = [
-  subscribeBroadcast(nats, ns, 'billing.key.revoked', (data) => keys.drop(fromBinary(eventsV1.ApiKeyRevokedSchema, data).keyHash), logger),
-  subscribeBroadcast(nats, ns, 'billing.key.changed', (data) => keys.drop(fromBinary(eventsV1.ApiKeyChangedSchema, data).keyHash), logger),
-  subscribeBroadcast(nats, ns, 'billing.switch.changed', (data) => switches.set(fromBinary(eventsV1.SwitchesChangedSchema, data)), logger),
-  subscribeBroadcast(nats, ns, 'catalog.model.changed', () => void reloadCatalog(), logger),
-];
+const subscriptions: Subscription[] = [];
+let nats: NatsConnection | undefined;
+void connectNats(config.NATS_URL, 'edge-gateway', { logger, onReconnect: resync }).then((nc) => {
+  nats = nc;
+  subscriptions.push(
+    subscribeBroadcast(nc, ns, 'billing.key.revoked', (data) => keys.drop(fromBinary(eventsV1.ApiKeyRevokedSchema, data).keyHash), logger),
+    subscribeBroadcast(nc, ns, 'billing.key.changed', (data) => keys.drop(fromBinary(eventsV1.ApiKeyChangedSchema, data).keyHash), logger),
+    subscribeBroadcast(nc, ns, 'billing.switch.changed', (data) => switches.set(fromBinary(eventsV1.SwitchesChangedSchema, data)), logger),
+    subscribeBroadcast(nc, ns, 'catalog.model.changed', () => void reloadCatalog(), logger),
+  );
+  logger.info('nats connected');
+  resync(); // what was announced before the first connection was missed too
+});
 const safetyNet = setInterval(() => {
   void reloadSwitches();
   void reloadCatalog();
@@ -90,7 +95,7 @@ onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
   async () => {
     clearInterval(safetyNet);
     for (const s of subscriptions) s.unsubscribe();
-    await nats.drain();
+    await nats?.drain();
   },
   async () => {
     for (const client of [money, generate, billing, catalog, text, media, videoJobs]) client.close();

@@ -22,7 +22,7 @@ await runGrpcService({
   defaultPort: 50055,
   database: { schema: 'video_jobs', entities: videoJobsEntities, migrations: videoJobsMigrations },
   outbox: true,
-  register: async ({ orm, nats, env, logger, meter, onStop }) => {
+  register: async ({ orm, whenNats, env, logger, meter, onStop }) => {
     observeQueries(meter, orm, [{ name: 'video.jobs', description: 'Video jobs by status', sql: 'select count(*) as value, status from video_job group by status' }]);
     if (config.CLOCK_OFFSET_MS !== 0) logger.warn({ offsetMs: config.CLOCK_OFFSET_MS }, 'the service clock is shifted (CLOCK_OFFSET_MS)');
     const billing = createClient(billingV1.BillingService, config.BILLING_ADDR, { defaultTimeoutMs: config.BILLING_TIMEOUT_MS });
@@ -58,11 +58,10 @@ await runGrpcService({
       config.VIDEO_RECOVERY_INTERVAL_MS,
       logger,
     );
-    const stopRefunds = await recordRefunds({ orm, nats, namespace: env.EVENTS_NAMESPACE, logger });
+    whenNats((nats) => recordRefunds({ orm, nats, namespace: env.EVENTS_NAMESPACE, logger }));
     // Stopped after the gRPC server drained; the database closes after these.
     onStop(() => worker.stop());
     onStop(stopRecovery);
-    onStop(stopRefunds);
     onStop(() => providers.close());
     onStop(() => billing.close());
     return [

@@ -3,7 +3,7 @@ import { connect, type NatsConnection, type Subscription } from '@nats-io/transp
 import type { Logger } from 'pino';
 import { qualify, streamFor } from './subjects.ts';
 
-export type { NatsConnection } from '@nats-io/transport-node';
+export type { NatsConnection, Subscription } from '@nats-io/transport-node';
 
 /** Events older than this are dropped from a stream; consumers are far faster than that. */
 const STREAM_MAX_AGE_NS = 7 * 24 * 3600 * 1e9;
