@@ -1,24 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.ts';
-import { Sessions } from '../src/auth/sessions.ts';
-import { LoginThrottle } from '../src/auth/throttle.ts';
-import { Members } from '../src/members/members.ts';
 import { InjectBrowser } from './browser.ts';
-import { FakeBilling, fakeCatalog, type FakeKey } from './fake-billing.ts';
-import { testHmac, testOrm } from './support.ts';
+import { FakeBilling, type FakeKey } from './fake-billing.ts';
+import { TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
 
-const ORIGIN = 'https://console.test';
 const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
 const PASSWORD = 'a long enough passphrase';
 
 describe('console app (inject, real Postgres, billing faked)', () => {
   let orm: MikroORM;
   let app: FastifyInstance;
-  let sessions: Sessions;
   const billing = new FakeBilling();
   const accountA = randomUUID();
   const accountB = randomUUID();
@@ -27,26 +20,11 @@ describe('console app (inject, real Postgres, billing faked)', () => {
 
   beforeAll(async () => {
     orm = await testOrm();
-    const hmac = testHmac();
-    sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 });
     billing.addAccount(accountA, 'Alpha');
     billing.addAccount(accountB, 'Beta');
     keyA = billing.addKey(accountA, 'alpha-prod');
     keyB = billing.addKey(accountB, 'beta-prod');
-    app = await buildApp({
-      billing: billing.client(),
-      catalog: fakeCatalog(),
-      sessions,
-      throttle: new LoginThrottle(orm, hmac, { maxPerEmail: 5, maxPerIp: 100, windowMs: 15 * 60_000, lockoutMs: 15 * 60_000 }),
-      members: new Members(orm, hmac, sessions, 3600_000),
-      hmac,
-      logger: createLogger('console-test', 'silent'),
-      publicOrigin: ORIGIN,
-      secureCookies: true,
-      adminToken: ADMIN_TOKEN,
-      trustProxy: false,
-      isReady: () => true,
-    });
+    ({ app } = await testApp(orm, billing, { adminToken: ADMIN_TOKEN }));
   });
   afterAll(async () => {
     await app?.close();

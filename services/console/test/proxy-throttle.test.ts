@@ -1,17 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.ts';
-import { Sessions } from '../src/auth/sessions.ts';
-import { LoginThrottle } from '../src/auth/throttle.ts';
-import { Members } from '../src/members/members.ts';
+import type { Members } from '../src/members/members.ts';
 import { InjectBrowser } from './browser.ts';
-import { FakeBilling, fakeCatalog } from './fake-billing.ts';
-import { testHmac, testOrm } from './support.ts';
+import { FakeBilling } from './fake-billing.ts';
+import { TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
 
-const ORIGIN = 'https://console.test';
 /** The ingress, as the console sees its peer: a private address, trusted as `uniquelocal`. */
 const INGRESS = '10.0.0.5';
 
@@ -27,24 +22,8 @@ describe('sign-in throttling behind an ingress (CONSOLE_TRUST_PROXY=uniquelocal,
 
   beforeAll(async () => {
     orm = await testOrm();
-    const hmac = testHmac();
-    const sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 });
-    members = new Members(orm, hmac, sessions, 3600_000);
     billing.addAccount(account, 'Alpha');
-    app = await buildApp({
-      billing: billing.client(),
-      catalog: fakeCatalog(),
-      sessions,
-      throttle: new LoginThrottle(orm, hmac, { maxPerEmail: 100, maxPerIp: 3, windowMs: 15 * 60_000, lockoutMs: 15 * 60_000 }),
-      members,
-      hmac,
-      logger: createLogger('console-test', 'silent'),
-      publicOrigin: ORIGIN,
-      secureCookies: true,
-      adminToken: undefined,
-      trustProxy: ['uniquelocal'],
-      isReady: () => true,
-    });
+    ({ app, members } = await testApp(orm, billing, { throttle: { maxPerEmail: 100, maxPerIp: 3 }, trustProxy: ['uniquelocal'] }));
   });
   afterAll(async () => {
     await app?.close();

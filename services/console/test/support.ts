@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { runMigrations } from '@gw/service-kit';
+import { createLogger, runMigrations } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
+import { buildApp, type ConsoleDeps } from '../src/app.ts';
 import { Hmac } from '../src/auth/secrets.ts';
+import { Sessions } from '../src/auth/sessions.ts';
+import { LoginThrottle, type ThrottlePolicy } from '../src/auth/throttle.ts';
 import { consoleOrm } from '../src/db/orm.ts';
+import { Members } from '../src/members/members.ts';
+import { fakeCatalog, type FakeBilling } from './fake-billing.ts';
+
+export const TEST_ORIGIN = 'https://console.test';
 
 /** The console's real schema, migrated, in a schema of its own inside this run's database. */
 export async function testOrm(): Promise<MikroORM> {
@@ -34,4 +42,33 @@ export async function insertMember(orm: MikroORM, accountId: string, email: stri
   const id = crypto.randomUUID();
   await orm.em.fork().execute('insert into member (id, account_id, email) values (?, ?, ?)', [id, accountId, email]);
   return id;
+}
+
+/**
+ * The console app as `main.ts` builds it, on the test's database with billing faked: its
+ * sessions and members too, for tests that act on them directly.
+ */
+export async function testApp(
+  orm: MikroORM,
+  billing: FakeBilling,
+  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy'] } = {},
+): Promise<{ app: FastifyInstance; sessions: Sessions; members: Members }> {
+  const hmac = testHmac();
+  const sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 });
+  const members = new Members(orm, hmac, sessions, 3600_000);
+  const app = await buildApp({
+    billing: billing.client(),
+    catalog: fakeCatalog(),
+    sessions,
+    throttle: new LoginThrottle(orm, hmac, { maxPerEmail: 5, maxPerIp: 100, windowMs: 15 * 60_000, lockoutMs: 15 * 60_000, ...opts.throttle }),
+    members,
+    hmac,
+    logger: createLogger('console-test', 'silent'),
+    publicOrigin: TEST_ORIGIN,
+    secureCookies: true,
+    adminToken: opts.adminToken,
+    trustProxy: opts.trustProxy ?? false,
+    isReady: () => true,
+  });
+  return { app, sessions, members };
 }
