@@ -5,6 +5,7 @@ import { GatewayError } from '@gw/errors';
 import { enqueueEvent } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { KEY_CHANGED_SUBJECT, revokeApiKey } from './api-keys.ts';
+import { requireUuid } from './inputs.ts';
 import { clearKeyLimit, setKeyLimit, type KeyLimitRow } from './key-limits.ts';
 
 /**
@@ -14,15 +15,8 @@ import { clearKeyLimit, setKeyLimit, type KeyLimitRow } from './key-limits.ts';
  * changes account, so checking ownership before delegating to the operator functions is safe.
  */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Expiries further out than this are a typo, not a plan. */
 const MAX_EXPIRY_MS = 100 * 365 * 24 * 3600_000;
-
-/** A syntactically valid id, or `not_found` (a malformed id cannot name anything). */
-export function requireUuid(id: string, what: string): string {
-  if (!UUID.test(id)) throw new GatewayError('not_found', `No such ${what}.`);
-  return id;
-}
 
 export interface KeyDetailsRow {
   id: string;

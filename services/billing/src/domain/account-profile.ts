@@ -1,6 +1,6 @@
 import { GatewayError } from '@gw/errors';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { requireUuid } from './account-keys.ts';
+import { requireUuid } from './inputs.ts';
 
 export interface AccountProfile {
   id: string;

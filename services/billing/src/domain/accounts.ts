@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { GatewayError } from '@gw/errors';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Wallet } from '../db/entities.ts';
-import { isUniqueViolation } from '../db/pg-errors.ts';
+import { isOutOfRange, isUniqueViolation } from '../db/pg-errors.ts';
+import { checkedName, requireUuid } from './inputs.ts';
 
-export async function createAccount(em: EntityManager, name: string): Promise<string> {
-  if (name.trim() === '') throw new GatewayError('invalid_request', 'An account needs a name.');
+export async function createAccount(em: EntityManager, rawName: string): Promise<string> {
+  const name = checkedName(rawName, 'account', true);
   const id = randomUUID();
   // The wallet references the account, so the account row must be written first.
   await em.transactional(async (tx) => {
@@ -18,6 +19,7 @@ export async function createAccount(em: EntityManager, name: string): Promise<st
 }
 
 export async function getBalance(em: EntityManager, accountId: string): Promise<bigint> {
+  requireUuid(accountId, 'account');
   const wallet = await em.findOne(Wallet, { accountId }, { disableIdentityMap: true });
   if (!wallet) throw new GatewayError('not_found', 'No such account.');
   return BigInt(wallet.balance);
@@ -33,6 +35,7 @@ export async function topUp(
   credits: bigint,
   reference: string,
 ): Promise<{ balance: bigint; applied: boolean }> {
+  requireUuid(accountId, 'account');
   if (credits <= 0n) throw new GatewayError('invalid_request', 'A top-up must add a positive number of credits.');
   if (reference.trim() === '') throw new GatewayError('invalid_request', 'A top-up needs a reference.');
   const ref = `top_up:${reference}`;
@@ -50,7 +53,14 @@ export async function topUp(
     const row = rows[0];
     if (row) return { balance: BigInt(row.balance), applied: true };
   } catch (err) {
+    if (isOutOfRange(err)) throw new GatewayError('invalid_request', 'The top-up would take the balance past the largest amount a wallet holds.');
     if (!isUniqueViolation(err)) throw err;
+  }
+  // Not applied: the reference was used. A repeat of the same top-up moves nothing, as it should;
+  // the same reference for another account or amount is an operator's mistake, said out loud.
+  const [first] = await em.execute<{ account_id: string; amount: string }[]>('select account_id, amount::text from ledger_entry where reference = ?', [ref]);
+  if (first && (first.account_id !== accountId || BigInt(first.amount) !== credits)) {
+    throw new GatewayError('invalid_request', `The reference ${JSON.stringify(reference)} was used for another top-up (${first.amount} credits to account ${first.account_id}).`);
   }
   return { balance: await getBalance(em, accountId), applied: false };
 }

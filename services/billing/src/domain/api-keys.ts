@@ -6,6 +6,7 @@ import { GatewayError } from '@gw/errors';
 import { enqueueEvent } from '@gw/service-kit';
 import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { Account, ApiKey } from '../db/entities.ts';
+import { checkedName, requireUuid } from './inputs.ts';
 
 export const KEY_REVOKED_SUBJECT = 'billing.key.revoked';
 /** A key's expiry was set, changed or removed. */
@@ -23,6 +24,8 @@ export async function createApiKey(
   name: string,
   expiresAt: Date | null,
 ): Promise<CreatedKey> {
+  requireUuid(accountId, 'account');
+  const keyName = checkedName(name, 'key', false);
   if (!(await em.findOne(Account, { id: accountId }))) throw new GatewayError('not_found', 'No such account.');
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     throw new GatewayError('invalid_request', 'The expiry must be in the future.');
@@ -30,7 +33,7 @@ export async function createApiKey(
   const apiKey = generateApiKey();
   const id = randomUUID();
   const { prefix, lastFour } = displayParts(apiKey);
-  em.create(ApiKey, { id, accountId, name, keyHash: hashApiKey(apiKey), prefix, lastFour, expiresAt, revokedAt: null });
+  em.create(ApiKey, { id, accountId, name: keyName, keyHash: hashApiKey(apiKey), prefix, lastFour, expiresAt, revokedAt: null });
   await em.flush();
   return { keyId: id, apiKey };
 }
@@ -40,6 +43,7 @@ export async function createApiKey(
  * its cached lookup. Revoking twice keeps the first time and announces nothing new.
  */
 export async function revokeApiKey(em: EntityManager, keyId: string): Promise<Date> {
+  requireUuid(keyId, 'API key');
   return em.transactional(async (tx) => {
     const key = await tx.findOne(ApiKey, { id: keyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!key) throw new GatewayError('not_found', 'No such API key.');

@@ -1,7 +1,7 @@
 import { isPositiveInt64 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { requireUuid } from './account-keys.ts';
+import { requireUuid } from './inputs.ts';
 
 /**
  * The ledger as an account owner reads it. The ledger itself records every request twice: a hold

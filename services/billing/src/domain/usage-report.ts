@@ -1,6 +1,7 @@
 import { GatewayError } from '@gw/errors';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { keyDetails, requireUuid } from './account-keys.ts';
+import { keyDetails } from './account-keys.ts';
+import { requireUuid } from './inputs.ts';
 import { getAccount } from './account-profile.ts';
 
 /**

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { requireUuid } from './inputs.ts';
 
 export interface UsageRow {
   request_id: string;
@@ -13,6 +14,7 @@ export interface UsageRow {
 
 /** A key's usage records, newest first. */
 export async function usageOfKey(em: EntityManager, keyId: string, limit: number): Promise<UsageRow[]> {
+  requireUuid(keyId, 'API key');
   return em.execute<UsageRow[]>(
     `select request_id, model, endpoint, input_tokens::text, output_tokens::text,
             (total_tokens + images + seconds)::text as units, credits::text, created_at
