@@ -77,6 +77,27 @@ describe('GET /v1/models through the whole system', () => {
     }
   });
 
+  it("the operator's model records are checked: an unconfigured provider, a route or capability twice, a price past 2^53 are refused", async () => {
+    const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
+    const base = { id: 'checked-model', kind: catalogV1.ModelKind.TEXT, enabled: false, provider: 'openai', upstreamModel: 'gpt-sim-mini' };
+    const refusal = (model: Record<string, unknown>) => catalog.upsertModel({ model: { ...base, ...model } }).catch((e: unknown) => e);
+    try {
+      expect(await refusal({ provider: 'opneai' })).toMatchObject({ code: 'invalid_request', message: 'Provider opneai is not configured (PROVIDERS).' });
+      expect(await refusal({ routes: [{ provider: 'openai', upstreamModel: 'gpt-sim-mini', weight: 1 }, { provider: 'openai', upstreamModel: 'gpt-sim-mini', priority: 5, weight: 1 }] })).toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringContaining('openai:gpt-sim-mini is given twice'),
+      });
+      expect(await refusal({ capabilities: ['chat', 'chat', 'chat/completions'] })).toMatchObject({ code: 'invalid_request', message: 'Capability chat is listed twice.' });
+      const tooDear = 2n ** 53n;
+      expect(await refusal({ priceCreditPerUnit: tooDear })).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('at most 9007199254740991') });
+      // The largest price the listing shows exactly is taken, on upsert and on a price change.
+      await catalog.upsertModel({ model: { ...base, priceCreditPerUnit: tooDear - 1n } });
+      expect(await catalog.setPrice({ modelId: base.id, priceCreditPerUnit: tooDear }).catch((e: unknown) => e)).toMatchObject({ code: 'invalid_request' });
+    } finally {
+      catalog.close();
+    }
+  });
+
   it('answers what the HTTP layer cannot read in the error shape, with invalid_request', async () => {
     const badUrl = await get('/models/%zz', bearer(apiKey));
     expect([badUrl.status, await badUrl.json()]).toEqual([400, { error: { code: 'invalid_request', message: 'The request URL could not be decoded.' } }]);

@@ -85,7 +85,25 @@ function capabilitiesOf(input: catalogV1.Model, kind: KindName, providers: strin
   return CAPABILITIES_BY_KIND[kind].filter((c) => counted || c !== COUNT_TOKENS);
 }
 
-function validate(input: catalogV1.Model): KindName {
+/**
+ * A price in credits per unit: a whole number from 0 to 2^53 - 1. Past that, the public listing
+ * (JSON numbers) would show a rounded price, not the one charged.
+ */
+function checkedPrice(price: bigint | undefined): bigint | undefined {
+  if (price === undefined) return undefined;
+  if (price < 0n) throw new GatewayError('invalid_request', 'A price cannot be negative.');
+  if (price > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new GatewayError('invalid_request', `A price may be at most ${Number.MAX_SAFE_INTEGER} credits per unit, so that the model listing shows it exactly.`);
+  }
+  return price;
+}
+
+/** The first value listed twice, if any. */
+function repeated(values: string[]): string | undefined {
+  return values.find((v, i) => values.indexOf(v) !== i);
+}
+
+function validate(input: catalogV1.Model, configured: (provider: string) => boolean): KindName {
   const kind = KIND_BY_ENUM.get(input.kind);
   if (!kind) throw new GatewayError('invalid_request', 'A model needs a kind: TEXT, IMAGE or VIDEO.');
   if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/.test(input.id)) {
@@ -94,24 +112,35 @@ function validate(input: catalogV1.Model): KindName {
   const allowed = CAPABILITIES_BY_KIND[kind];
   const bad = input.capabilities.find((c) => !allowed.includes(c));
   if (bad !== undefined) throw new GatewayError('invalid_request', `Capability ${bad} does not fit a ${kind} model.`);
-  if (input.priceCreditPerUnit !== undefined && input.priceCreditPerUnit < 0n) {
-    throw new GatewayError('invalid_request', 'A price cannot be negative.');
-  }
+  const twice = repeated(input.capabilities);
+  if (twice !== undefined) throw new GatewayError('invalid_request', `Capability ${twice} is listed twice.`);
+  checkedPrice(input.priceCreditPerUnit);
   const routes = input.routes.length > 0 ? input.routes : [{ provider: input.provider, upstreamModel: input.upstreamModel }];
   if (routes.some((r) => r.provider === '' || r.upstreamModel === '')) {
     throw new GatewayError('invalid_request', 'Every route needs a provider and the provider model name.');
   }
+  // A provider this deployment has no credentials for could never serve the model: it would be
+  // "stale" forever, telling clients to retry. A typo is refused here instead.
+  const unknown = routes.find((r) => !configured(r.provider));
+  if (unknown) throw new GatewayError('invalid_request', `Provider ${unknown.provider} is not configured (PROVIDERS).`);
+  const sameRoute = repeated(routes.map((r) => `${r.provider}:${r.upstreamModel}`));
+  if (sameRoute !== undefined) throw new GatewayError('invalid_request', `The route ${sameRoute} is given twice; give it once, with its priority and weight.`);
   const sizes = input.limits?.imageSizes ?? [];
   if (sizes.some((s) => !SIZE.test(s))) throw new GatewayError('invalid_request', 'Image sizes have the form <width>x<height>.');
   return kind;
 }
 
 /**
- * Creates or replaces a model and its routes. `counts` says whether a configured provider has a
- * token counter.
+ * Creates or replaces a model and its routes. `providers` says which providers this deployment
+ * has configured, and whether one has a token counter.
  */
-export async function upsertModel(em: EntityManager, input: catalogV1.Model, counts: (provider: string) => boolean): Promise<{ model: Model; routes: ModelRoute[] }> {
-  const kind = validate(input);
+export async function upsertModel(
+  em: EntityManager,
+  input: catalogV1.Model,
+  providers: { configured: (provider: string) => boolean; counts: (provider: string) => boolean },
+): Promise<{ model: Model; routes: ModelRoute[] }> {
+  const kind = validate(input, providers.configured);
+  const counts = providers.counts;
   const routesIn =
     input.routes.length > 0
       ? input.routes
@@ -161,7 +190,7 @@ async function changeModel(em: EntityManager, id: string, change: (m: Model) => 
 }
 
 export function setPrice(em: EntityManager, id: string, price: bigint | undefined) {
-  if (price !== undefined && price < 0n) throw new GatewayError('invalid_request', 'A price cannot be negative.');
+  checkedPrice(price);
   return changeModel(em, id, (m) => {
     m.price = price ?? null;
   });

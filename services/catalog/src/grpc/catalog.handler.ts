@@ -39,7 +39,8 @@ export function catalogHandler(deps: CatalogDeps): ServiceImpl<MethodsOf<typeof 
     },
     upsertModel: async (req) => {
       if (!req.model) throw new GatewayError('invalid_request', 'model is required');
-      const { model, routes } = await upsertModel(em(), req.model, deps.countsTokens);
+      const configured = (name: string) => deps.providers.some((p) => p.name === name);
+      const { model, routes } = await upsertModel(em(), req.model, { configured, counts: deps.countsTokens });
       return { model: toProto(model, routes) };
     },
     setPrice: async (req) => {
