@@ -220,7 +220,7 @@ async function streamText(
           sent.first ??= ready[0]!.data;
           sent.last = ready.at(-1)!.data;
         }
-        await sse.write(...ready);
+        sse.send(...ready);
       } else if (item.case === 'end') end = item.value;
     }
   } catch (err) {
@@ -230,14 +230,15 @@ async function streamText(
   if (!failure && end?.errorCode) failure = { code: end.errorCode, message: end.errorMessage };
   if (!failure && !end) failure = publicFailure(undefined);
 
+  // Settled (or released) as the upstream ends, whatever the client has read by now.
   if (failure) {
     request.errorCode = failure.code;
     await releaseHold(deps.money, hold, request.log);
-    await writeErrorEvents(sse, dialect, failure, sent);
+    sse.send(...errorFrames(dialect, failure, sent));
   } else {
     try {
       const charge = await settleText(deps, request.log, hold, end?.usage);
-      await sse.write(
+      sse.send(
         ...held.map((frame, i) => {
           const data = Buffer.from(frame.data).toString('utf8');
           const withService = i === 0 && frame.usageBearing;
@@ -246,10 +247,11 @@ async function streamText(
       );
     } catch (err) {
       request.log.error({ err }, 'settling a finished stream failed');
-      await writeErrorEvents(sse, dialect, publicFailure(err), sent);
+      sse.send(...errorFrames(dialect, publicFailure(err), sent));
     }
   }
-  if (sse.clientGone) request.log.info({ holdId: hold.requestId }, 'client left mid-stream; drained and billed the upstream stream');
+  await sse.flushed();
+  if (sse.clientGone) request.log.info({ holdId: hold.requestId }, 'client left or stalled mid-stream; the upstream stream was read to its end and billed');
   sse.end();
 }
 
@@ -257,7 +259,7 @@ async function streamText(
 const sentJson = (data: string | undefined): unknown => (data === undefined || !data.startsWith('{') ? undefined : JSON.parse(data));
 
 /** The client protocol's own error event(s), made by the same translation package as every other event. */
-async function writeErrorEvents(sse: SseWriter, dialect: ClientDialect, failure: { code: string; message: string }, sent: { first?: string; last?: string }): Promise<void> {
+function errorFrames(dialect: ClientDialect, failure: { code: string; message: string }, sent: { first?: string; last?: string }): SseFrame[] {
   const events = streamFailureEvents(dialect, failure, sentJson(sent.first), sentJson(sent.last));
-  await sse.write(...events.map((ev) => ({ ...(ev.event ? { event: ev.event } : {}), data: typeof ev.data === 'string' ? ev.data : JSON.stringify(ev.data) })));
+  return events.map((ev) => ({ ...(ev.event ? { event: ev.event } : {}), data: typeof ev.data === 'string' ? ev.data : JSON.stringify(ev.data) }));
 }

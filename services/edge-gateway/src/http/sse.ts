@@ -7,18 +7,30 @@ export interface SseFrame {
   data: string;
 }
 
+/** A client that takes in nothing for this long while events wait for it is treated as gone. */
+const STALLED_CLIENT_MS = 120_000;
+
 /**
  * A `text/event-stream` response written straight to the socket. The stream is opened only once
- * the first event is in hand, so failures before it still answer with an HTTP error. Writes
- * respect backpressure; once the client is gone, writes are dropped quietly while the caller
- * keeps draining the upstream (billing needs its end).
+ * the first event is in hand, so failures before it still answer with an HTTP error.
+ *
+ * `send` queues and returns at once; the queue is written at the client's pace (what queued
+ * meanwhile leaves in one write). So the caller reads the upstream to its end and settles the
+ * money when the upstream ends, not when a slow or stalled client has read everything: a client
+ * that kept its connection open without reading held the settlement back past the hold's
+ * lifetime, and was never charged. A client that reads nothing for two minutes is dropped. Once
+ * the client is gone, what is sent is dropped quietly.
  */
 export class SseWriter {
   readonly #raw: FastifyReply['raw'];
+  readonly #stalledMs: number;
+  readonly #queue: string[] = [];
+  #pumping: Promise<void> | undefined;
 
-  constructor(request: FastifyRequest, reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
+  constructor(request: FastifyRequest, reply: FastifyReply, extraHeaders: Record<string, string> = {}, stalledMs = STALLED_CLIENT_MS) {
     reply.hijack();
     this.#raw = reply.raw;
+    this.#stalledMs = stalledMs;
     this.#raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
@@ -37,17 +49,49 @@ export class SseWriter {
     return this.#raw.destroyed && !this.#raw.writableFinished;
   }
 
-  /** Writes the frames in one socket write. */
-  async write(...frames: SseFrame[]): Promise<void> {
+  /** Queues the frames for the client; they leave together (with whatever else is queued). */
+  send(...frames: SseFrame[]): void {
     if (this.clientGone || frames.length === 0) return;
     let text = '';
     for (const frame of frames) text += frame.event ? `event: ${frame.event}\ndata: ${frame.data}\n\n` : `data: ${frame.data}\n\n`;
-    if (!this.#raw.write(text)) {
-      await Promise.race([once(this.#raw, 'drain'), once(this.#raw, 'close')]);
-    }
+    this.#queue.push(text);
+    this.#pumping ??= this.#pump().finally(() => {
+      this.#pumping = undefined;
+    });
+  }
+
+  /** Resolves once everything sent is written to the socket, or the client is gone. */
+  async flushed(): Promise<void> {
+    while (this.#pumping) await this.#pumping;
   }
 
   end(): void {
     if (!this.#raw.writableEnded) this.#raw.end();
+  }
+
+  async #pump(): Promise<void> {
+    while (this.#queue.length > 0 && !this.clientGone) {
+      const text = this.#queue.join('');
+      this.#queue.length = 0;
+      if (!this.#raw.write(text)) await this.#drained();
+    }
+    this.#queue.length = 0;
+  }
+
+  /** Waits for the socket to take more; a client stalled past the limit is dropped. */
+  async #drained(): Promise<void> {
+    const done = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<'stalled'>((resolve) => {
+      timer = setTimeout(() => resolve('stalled'), this.#stalledMs);
+    });
+    try {
+      const { signal } = done;
+      const outcome = await Promise.race([once(this.#raw, 'drain', { signal }), once(this.#raw, 'close', { signal }), stalled]);
+      if (outcome === 'stalled' && !this.#raw.destroyed) this.#raw.destroy();
+    } finally {
+      clearTimeout(timer);
+      done.abort(); // removes the listeners of the race's losers
+    }
   }
 }
