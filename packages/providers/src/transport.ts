@@ -262,8 +262,11 @@ export class HttpClient {
         yield event;
       }
     } catch (err) {
-      // After the last event the answer is whole: a slow or broken close is not a failure.
-      if (ending === 'last' && !signal.callerAborted) return;
+      // Once the answer is whole (its last event, or its stop reason), a slow or broken close is
+      // not a failure: what was read stands, and is billed by the usage it carried (a Gemini
+      // stream's final chunk carries both). Failing it would hand the client a complete answer as
+      // an error, and charge nothing for it.
+      if (ending !== undefined && !signal.callerAborted) return;
       throw err;
     }
     if (ending === undefined) throw malformed(this.provider, 'the stream ended before the answer was complete');
