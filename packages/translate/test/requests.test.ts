@@ -418,6 +418,29 @@ describe('translateRequest details', () => {
     });
   });
 
+  it("sends Gemini a function's responses in the order of its calls, whatever order the client answered them in", () => {
+    const body = chatBody({
+      messages: [
+        { role: 'user', content: 'weather in Paris and Oslo?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+            { id: 'c2', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'c2', content: 'Oslo: -3C' },
+        { role: 'tool', tool_call_id: 'c1', content: 'Paris: 12C' },
+      ],
+    });
+    const { contents } = translateRequest('chat', 'gemini', body, OPTS) as { contents: Array<{ parts: Array<Record<string, { args?: { city: string }; response?: unknown }>> }> };
+    const calls = contents.flatMap((c) => c.parts.flatMap((p) => (p.functionCall ? [p.functionCall.args!.city] : [])));
+    const responses = contents.flatMap((c) => c.parts.flatMap((p) => (p.functionResponse ? [JSON.stringify(p.functionResponse.response)] : [])));
+    expect(calls).toEqual(['Paris', 'Oslo']);
+    expect(responses.map((r) => (r.includes('Paris') ? 'Paris' : 'Oslo'))).toEqual(['Paris', 'Oslo']);
+  });
+
   it('maps structured output formats between chat, responses and gemini', () => {
     const schema = { type: 'object', properties: { a: { type: 'string' } } };
     const body = chatBody({ response_format: { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } } });

@@ -160,9 +160,25 @@ function needsSignatures(model: string): boolean {
   return major !== undefined && Number(major) >= 3;
 }
 
+/**
+ * The message's parts with its tool results in the order of the calls they answer. Gemini pairs a
+ * function's responses with its calls by position (our responses carry no ids), while chat and
+ * messages match results by id in any order: two calls of one function answered out of order
+ * would hand each result to the other call. Other parts keep their places.
+ */
+function resultsInCallOrder(parts: Message['parts'], callNames: Map<string, string>): Message['parts'] {
+  const calls = [...callNames.keys()];
+  const rank = (p: Message['parts'][number]) => (p.type === 'tool_result' ? calls.indexOf(p.callId) : -1);
+  const results = parts.filter((p) => p.type === 'tool_result');
+  if (results.length < 2) return parts;
+  const sorted = results.toSorted((a, b) => (rank(a) === -1 ? Infinity : rank(a)) - (rank(b) === -1 ? Infinity : rank(b)));
+  let next = 0;
+  return parts.map((p) => (p.type === 'tool_result' ? sorted[next++]! : p));
+}
+
 function writeParts(message: Message, callNames: Map<string, string>, signed: boolean): Json[] {
   const parts: Json[] = [];
-  for (const part of message.parts) {
+  for (const part of resultsInCallOrder(message.parts, callNames)) {
     switch (part.type) {
       case 'text':
         parts.push({ text: part.text });
