@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Clients } from '../clients.ts';
-import { nonNegativeInt, UsageError } from '../output.ts';
+import { INT32_MAX, nonNegativeInt, UsageError } from '../output.ts';
 
 type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean) => Promise<void>;
 
@@ -51,8 +51,8 @@ export function billingOpsCommands(program: Command, run: Run): void {
       run(async (c) => {
         const res = await c.billing.setAccountRateLimit({
           accountId: o.account,
-          perSecond: Number(nonNegativeInt('--per-second', o.perSecond)),
-          perMinute: Number(nonNegativeInt('--per-minute', o.perMinute)),
+          perSecond: Number(nonNegativeInt('--per-second', o.perSecond, INT32_MAX)),
+          perMinute: Number(nonNegativeInt('--per-minute', o.perMinute, INT32_MAX)),
         });
         return { account_id: o.account, per_second: res.perSecond, per_minute: res.perMinute };
       }, !!o.json),
@@ -103,7 +103,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { key: string; limit: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.getUsage({ keyId: o.key, limit: Number(nonNegativeInt('--limit', o.limit)) });
+        const res = await c.billing.getUsage({ keyId: o.key, limit: Number(nonNegativeInt('--limit', o.limit, INT32_MAX)) });
         return {
           key_id: o.key,
           records: res.records.map((r) => ({

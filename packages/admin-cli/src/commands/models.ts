@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { catalogV1 } from '@gw/contracts';
 import type { Command } from 'commander';
 import type { Clients } from '../clients.ts';
-import { nonNegativeInt, UsageError } from '../output.ts';
+import { INT32_MAX, nonNegativeInt, UsageError } from '../output.ts';
 
 type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean) => Promise<void>;
 
@@ -36,14 +36,22 @@ export function modelOut(m: catalogV1.Model | undefined) {
 }
 
 /** `provider:upstream_model[:priority[:weight]]` */
-function parseRoute(text: string): catalogV1.Route {
-  const [provider, upstreamModel, priority = '0', weight = '1'] = text.split(':');
+/**
+ * `provider:upstream_model[:priority[:weight]]`. An upstream model id may hold colons itself
+ * (fine-tuned ids: `ft:gpt-4o:org:abc`), so priority and weight are the trailing numeric fields.
+ */
+export function parseRoute(text: string): catalogV1.Route {
+  const [provider = '', ...rest] = text.split(':');
+  const numbers: string[] = [];
+  while (numbers.length < 2 && rest.length > 1 && /^[0-9]+$/.test(rest.at(-1)!)) numbers.unshift(rest.pop()!);
+  const upstreamModel = rest.join(':');
+  const [priority = '0', weight = '1'] = numbers;
   if (!provider || !upstreamModel) throw new UsageError('--route is provider:upstream_model[:priority[:weight]]');
   return create(catalogV1.RouteSchema, {
     provider,
     upstreamModel,
-    priority: Number(nonNegativeInt('route priority', priority)),
-    weight: Number(nonNegativeInt('route weight', weight)),
+    priority: Number(nonNegativeInt('route priority', priority, INT32_MAX)),
+    weight: Number(nonNegativeInt('route weight', weight, INT32_MAX)),
   });
 }
 
@@ -113,7 +121,7 @@ export function modelCommands(program: Command, run: Run): void {
               upstreamModel: routes[0]!.upstreamModel,
               routes,
               limits: {
-                maxOutputTokens: o.maxOutputTokens === undefined ? 0 : Number(nonNegativeInt('--max-output-tokens', o.maxOutputTokens)),
+                maxOutputTokens: o.maxOutputTokens === undefined ? 0 : Number(nonNegativeInt('--max-output-tokens', o.maxOutputTokens, INT32_MAX)),
                 imageSizes: list(o.imageSizes),
                 videoFirstFrame: !!o.firstFrame,
                 videoLastFrame: !!o.lastFrame,
