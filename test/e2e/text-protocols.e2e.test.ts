@@ -24,7 +24,8 @@ describe('text protocols through the whole system, with the official SDKs', () =
     // Fault tests here fail routes on purpose; cool-down has its own test (fallback suite).
     system = await startTestSystem({
       providerTimeouts: { textFirstByteMs: 2_000, textTotalMs: 5_000, listMs: 2_000 },
-      serviceEnv: { text: { ROUTE_FAILURE_THRESHOLD: '1000' } },
+      // One account sends every request of this file, faster than the default 50 a second.
+      serviceEnv: { text: { ROUTE_FAILURE_THRESHOLD: '1000' }, billing: { RATE_LIMIT_PER_SECOND: '1000' } },
     });
     await seedDemoModels(system);
     account = await fundedAccount(system, 10_000_000);
