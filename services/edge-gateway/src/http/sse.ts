@@ -85,13 +85,16 @@ export class SseWriter {
     const stalled = new Promise<'stalled'>((resolve) => {
       timer = setTimeout(() => resolve('stalled'), this.#stalledMs);
     });
+    let outcome: unknown;
     try {
       const { signal } = done;
-      const outcome = await Promise.race([once(this.#raw, 'drain', { signal }), once(this.#raw, 'close', { signal }), stalled]);
-      if (outcome === 'stalled' && !this.#raw.destroyed) this.#raw.destroy();
+      outcome = await Promise.race([once(this.#raw, 'drain', { signal }), once(this.#raw, 'close', { signal }), stalled]);
+    } catch {
+      outcome = 'failed'; // the socket emitted an error: the client is gone
     } finally {
       clearTimeout(timer);
       done.abort(); // removes the listeners of the race's losers
     }
+    if ((outcome === 'stalled' || outcome === 'failed') && !this.#raw.destroyed) this.#raw.destroy();
   }
 }
