@@ -3,6 +3,7 @@ import { addHealthService, addService, bindServer, HealthState, shutdownServer, 
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Meter } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import pRetry from 'p-retry';
 import { z } from 'zod';
 import { commonEnv, envBool, loadConfig } from './config.ts';
 import { createOrm, runMigrations, type OrmOptions } from './db/orm.ts';
@@ -87,13 +88,28 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
   const natsConnected = connectNats(env.NATS_URL, opts.name, { logger });
   const natsStops: ShutdownStep[] = [];
   let stopping = false;
+  // Work that fails to start (a stream that cannot be created yet, say) is tried again until it
+  // starts: a consumer that silently never ran would leave its events (refunds) unhandled.
   const whenNats = (start: (nats: NatsConnection) => Promise<ShutdownStep> | ShutdownStep) => {
-    void natsConnected
-      .then(async (nats) => {
-        if (stopping) return;
-        natsStops.push(await start(nats));
-      })
-      .catch((err: unknown) => logger.error({ err }, 'starting work on NATS failed'));
+    void natsConnected.then((nats) =>
+      pRetry(
+        async () => {
+          if (stopping) return;
+          const stop = await start(nats);
+          if (stopping) await stop();
+          else natsStops.push(stop);
+        },
+        {
+          retries: Infinity,
+          minTimeout: 500,
+          maxTimeout: 30_000,
+          randomize: true,
+          unref: true,
+          shouldRetry: () => !stopping,
+          onFailedAttempt: ({ error, attemptNumber }) => logger.error({ err: error, attempt: attemptNumber }, 'starting work on NATS failed; trying again'),
+        },
+      ).catch((err: unknown) => logger.error({ err }, 'starting work on NATS failed')),
+    );
   };
   let connected: NatsConnection | undefined;
   void natsConnected.then((nats) => {
