@@ -23,14 +23,12 @@ const STALLED_CLIENT_MS = 120_000;
  */
 export class SseWriter {
   readonly #raw: FastifyReply['raw'];
-  readonly #stalledMs: number;
   readonly #queue: string[] = [];
   #pumping: Promise<void> | undefined;
 
-  constructor(request: FastifyRequest, reply: FastifyReply, extraHeaders: Record<string, string> = {}, stalledMs = STALLED_CLIENT_MS) {
+  constructor(request: FastifyRequest, reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
     reply.hijack();
     this.#raw = reply.raw;
-    this.#stalledMs = stalledMs;
     this.#raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
@@ -83,7 +81,7 @@ export class SseWriter {
     const done = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise<'stalled'>((resolve) => {
-      timer = setTimeout(() => resolve('stalled'), this.#stalledMs);
+      timer = setTimeout(() => resolve('stalled'), STALLED_CLIENT_MS);
     });
     let outcome: unknown;
     try {
