@@ -6,6 +6,7 @@ import { Migration005ReplayBeforeRate } from './migration-005-replay-before-rate
 import { Migration006ApplyBatch } from './migration-006-apply-batch.ts';
 import { Migration007RateLongestWait } from './migration-007-rate-longest-wait.ts';
 import { Migration008KeyStateInAuthorize } from './migration-008-key-state-in-authorize.ts';
+import { Migration009FewerStatementsPerHold } from './migration-009-fewer-statements-per-hold.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const billingMigrations = [
@@ -17,4 +18,5 @@ export const billingMigrations = [
   { name: 'Migration006ApplyBatch', class: Migration006ApplyBatch },
   { name: 'Migration007RateLongestWait', class: Migration007RateLongestWait },
   { name: 'Migration008KeyStateInAuthorize', class: Migration008KeyStateInAuthorize },
+  { name: 'Migration009FewerStatementsPerHold', class: Migration009FewerStatementsPerHold },
 ];
