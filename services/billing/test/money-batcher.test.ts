@@ -6,7 +6,7 @@ import { getBalance, topUp } from '../src/domain/accounts.ts';
 import { applyBatchNow, MoneyBatcher, type AccountOps, type MoneyOp } from '../src/domain/money.ts';
 import { account, billingOrm, expectAuditClean } from './support.ts';
 
-const hold = (requestId: string, keyId: string, amount: number): MoneyOp => ({
+const hold = (requestId: string, keyId: string, amount: number): Extract<MoneyOp, { op: 'authorize' }> => ({
   op: 'authorize',
   request_id: requestId,
   key_id: keyId,
@@ -18,7 +18,7 @@ const hold = (requestId: string, keyId: string, amount: number): MoneyOp => ({
   unit: 'image',
   price: '1',
 });
-const settle = (requestId: string, charge: number): MoneyOp => ({
+const settle = (requestId: string, charge: number): Extract<MoneyOp, { op: 'settle' }> => ({
   op: 'settle',
   request_id: requestId,
   unit: 'image',
@@ -68,6 +68,39 @@ describe('the money batcher: many accounts in one transaction, on real Postgres'
     const settled = await Promise.all(requests.map((r, i) => batcher.submit(r.accountId, settle(r.requestId, i))));
     expect(settled.map((r) => [r.credit_charged, r.balance_after])).toEqual(requests.map((_, i) => [String(i), String(1_000 - i)]));
     for (const [i, r] of requests.entries()) expect(await getBalance(orm.em.fork(), r.accountId)).toBe(1_000n - BigInt(i));
+  });
+
+  it('an operation sees what the operations before it in its batch did: a hold sent twice, a reconciliation opened, a key just used', async () => {
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const [first, again, text] = [randomUUID(), randomUUID(), randomUUID()];
+    await applyBatchNow(orm, [{ accountId, ops: [hold(first, keyId, 10)] }], new Date());
+    const lastUsed = async () => (await orm.em.fork().execute<{ t: string | null }[]>('select last_used_at as t from api_key where id = ?', [keyId]))[0]!.t;
+    const used = await lastUsed();
+    expect(used).toBeTruthy();
+    const [results] = await applyBatchNow(
+      orm,
+      [
+        {
+          accountId,
+          ops: [
+            hold(again, keyId, 100),
+            hold(again, keyId, 100), // the same request sent twice, both in this batch
+            { ...settle(first, 5), reconcile: true }, // succeeded without usage: the key awaits reconciliation
+            { ...hold(text, keyId, 1), text: true },
+          ],
+        },
+      ],
+      new Date(),
+    );
+    expect(results).toEqual([
+      { ok: true, held: '100', balance_after: '890' },
+      { ok: true, replay: true, held: '100', balance_after: '890', code: null },
+      { ok: true, credit_charged: '5', balance_after: '895' },
+      { ok: false, code: 'api_key_quota_reconciliation_required' },
+    ]);
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(895n);
+    // Last use has a minute's precision: the batch a moment later did not write it again.
+    expect(await lastUsed()).toEqual(used);
   });
 
   it("keeps each account's operations in the order they came, across lanes", async () => {
