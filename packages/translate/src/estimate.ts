@@ -20,18 +20,26 @@ export const REQUEST_TOKEN_ALLOWANCE = 1024;
 
 const IMAGE_PART_TYPES = new Set(['image_url', 'image', 'input_image']);
 
-/** Image references in any dialect: chat `image_url`, messages `image`, responses `input_image`, gemini media parts. */
+/**
+ * Image references in any dialect: chat `image_url`, messages `image`, responses `input_image`,
+ * gemini media parts. Iterative, and each child is pushed on its own: spreading a container into
+ * one call (`push(...array)`) overflows the stack for a flat array of 130,000 numbers.
+ */
 function countImages(body: unknown): number {
   let count = 0;
   const stack: unknown[] = [body];
   while (stack.length > 0) {
     const value = stack.pop();
-    if (Array.isArray(value)) stack.push(...value);
-    else if (isRecord(value)) {
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === 'object' && item !== null) stack.push(item);
+    } else if (isRecord(value)) {
       if ((typeof value.type === 'string' && IMAGE_PART_TYPES.has(value.type)) || isRecord(value.inlineData) || isRecord(value.fileData)) {
         count += 1;
       }
-      stack.push(...Object.values(value));
+      for (const key in value) {
+        const item = value[key];
+        if (Object.hasOwn(value, key) && typeof item === 'object' && item !== null) stack.push(item);
+      }
     }
   }
   return count;

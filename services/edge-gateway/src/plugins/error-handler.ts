@@ -4,7 +4,7 @@ import { status } from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, TOO_DEEP, TOO_MANY_CONTAINERS } from '../http/json-body.ts';
+import { JSON_BOUND_TEXT, OUT_OF_BOUNDS, type JsonBound } from '../http/json-body.ts';
 
 /** Sends a domain error in the spec's shape with the headers SDK clients act on. */
 export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply {
@@ -29,10 +29,8 @@ function clientError(err: FastifyError, bodyLimit: number): GatewayError | null 
       return new GatewayError('invalid_request', 'The request body is empty; a JSON object is required.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new GatewayError('invalid_request', 'The request body is not valid JSON.');
-    case TOO_DEEP:
-      return new GatewayError('invalid_request', `The request body nests JSON deeper than ${MAX_JSON_DEPTH} levels, more than any valid request.`);
-    case TOO_MANY_CONTAINERS:
-      return new GatewayError('invalid_request', `The request body holds more than ${MAX_JSON_CONTAINERS} JSON objects and arrays, more than any valid request.`);
+    case OUT_OF_BOUNDS:
+      return new GatewayError('invalid_request', `The request body ${JSON_BOUND_TEXT[(err as FastifyError & { bound: JsonBound }).bound]}, more than any valid request.`);
   }
   if (err instanceof SyntaxError) return new GatewayError('invalid_request', 'The request body is not valid JSON.');
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
