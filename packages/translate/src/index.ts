@@ -16,9 +16,11 @@ import type { Dialect, OutputEvent, RequestOptions, ResponseContext, StreamFailu
 import { isRecord, num, rec, str, type Json } from './json.ts';
 import { CODECS } from './codecs.ts';
 import { maxOutputTokens } from './estimate.ts';
+import { removeChargedTools } from './hosted-tools.ts';
 
 export type { Dialect, OutputEvent, RequestOptions, ResponseContext, SseEvent, StreamFailure, Usage } from './ir.ts';
 export { TranslateError } from './errors.ts';
+export { REMOVED_TOOLS_HEADER } from './hosted-tools.ts';
 export { createStreamTranslator, type StreamTranslator } from './stream.ts';
 export { validateRequest, withoutNullFields } from './validate.ts';
 export { estimateInputTokensUpperBound, maxOutputTokens, IMAGE_TOKEN_ALLOWANCE, REQUEST_TOKEN_ALLOWANCE } from './estimate.ts';
@@ -43,17 +45,35 @@ const OPENAI_SHARED_FIELDS = ['user', 'metadata', 'store', 'service_tier', 'prom
  * dialect: the hold assumes that cap, so the provider must not write past it.
  */
 export function translateRequest(from: Dialect, to: Dialect, body: Json, opts: RequestOptions): Json {
+  return prepareRequest(from, to, body, opts).body;
+}
+
+/** A request as sent upstream, and the client's tools that were left out of it. */
+export interface PreparedRequest {
+  body: Json;
+  /** Tools not sent, by the name or type the client gave them (docs/hosted-tools.md); empty when none. */
+  removedTools: string[];
+}
+
+/**
+ * {@link translateRequest}, also saying which of the client's tools were not sent: hosted tools
+ * a provider of another dialect cannot run, and hosted tools a provider of the same dialect
+ * charges for per call (the catalog prices tokens only). Fields the gateway does not read pass
+ * through unchanged to a provider of the same dialect (new fields and betas keep working).
+ */
+export function prepareRequest(from: Dialect, to: Dialect, body: Json, opts: RequestOptions): PreparedRequest {
   if (from === to) {
     const out = withOutputCap(to, { ...body }, opts.defaultMaxOutputTokens);
+    const removedTools = removeChargedTools(to, out);
     if (to === 'gemini') {
       delete out.model;
-      return out;
+      return { body: out, removedTools };
     }
     out.model = opts.upstreamModel;
     if (opts.stream) out.stream = true;
     else if ('stream' in out) out.stream = false;
     if (to === 'chat' && opts.stream) out.stream_options = { ...(isRecord(body.stream_options) ? body.stream_options : {}), include_usage: true };
-    return out;
+    return { body: out, removedTools };
   }
   const ir = CODECS[from].parseRequest(body);
   ir.stream = opts.stream;
@@ -61,7 +81,7 @@ export function translateRequest(from: Dialect, to: Dialect, body: Json, opts: R
   const out = CODECS[to].emitRequest(ir, opts);
   const openaiPair = (from === 'chat' && to === 'responses') || (from === 'responses' && to === 'chat');
   if (openaiPair) for (const field of OPENAI_SHARED_FIELDS) if (body[field] !== undefined) out[field] = body[field];
-  return out;
+  return { body: out, removedTools: ir.removedTools ?? [] };
 }
 
 /** `body` (a copy the caller owns) with `cap` in the dialect's own field when it names none. */

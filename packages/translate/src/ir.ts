@@ -64,9 +64,13 @@ export interface ToolResultPart {
 
 export type Part = TextPart | ImagePart | ToolCallPart | ToolResultPart;
 
-/** Tool results travel in `user` messages, as in the messages and gemini dialects. */
+/**
+ * Tool results travel in `user` messages, as in the messages and gemini dialects. A `system`
+ * message is an instruction given in the middle of the conversation (a messages turn with role
+ * `system`, as current clients send): text only, kept in its place by dialects that can say so.
+ */
 export interface Message {
-  role: 'user' | 'assistant';
+  role: 'user' | 'assistant' | 'system';
   parts: Part[];
 }
 
@@ -108,6 +112,11 @@ export interface IrRequest {
   /** OpenAI's reasoning effort (chat `reasoning_effort`, responses `reasoning.effort`). */
   reasoningEffort?: string;
   stream: boolean;
+  /**
+   * Tools of the request that were not sent (hosted tools the target cannot run, or that would
+   * cost the gateway money it does not bill), by the name or type the client gave them.
+   */
+  removedTools?: string[];
 }
 
 /**

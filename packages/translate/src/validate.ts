@@ -6,7 +6,8 @@ import type { Dialect } from './ir.ts';
 import { isRecord, type Json } from './json.ts';
 
 const CHAT_ROLES = ['system', 'user', 'assistant', 'tool', 'developer'];
-const MESSAGES_ROLES = ['user', 'assistant'];
+/** `system` turns inside `messages`: current Claude clients send them (DECISIONS.md, "Real clients"). */
+const MESSAGES_ROLES = ['user', 'assistant', 'system'];
 const RESPONSES_ROLES = ['user', 'assistant', 'system', 'developer'];
 const GEMINI_ROLES = ['user', 'model'];
 

@@ -44,10 +44,11 @@ describe('validateRequest', () => {
     ['messages', 'negative max_tokens', messages({ max_tokens: -5 }), ['max_tokens must be a positive integer']],
     [
       'messages',
-      'system role in messages',
-      messages({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'system', content: 'c' }] }),
-      ['messages[2].role must be one of user, assistant'],
+      'system turns in messages, as current Claude clients send them',
+      messages({ messages: [{ role: 'user', content: 'a' }, { role: 'system', content: [{ type: 'text', text: 'c' }] }, { role: 'assistant', content: 'b' }] }),
+      [],
     ],
+    ['messages', 'unknown role', messages({ messages: [{ role: 'tool', content: 'c' }] }), ['messages[0].role must be one of user, assistant, system']],
     ['messages', 'system as number', messages({ system: 5 }), ['system must be a string or an array of text blocks']],
     ['messages', 'temperature above 1', messages({ temperature: 1.5 }), ['temperature must be a number from 0 to 1']],
     ['messages', 'stop_sequences as string', messages({ stop_sequences: 'END' }), ['stop_sequences must be an array of strings']],
@@ -68,7 +69,7 @@ describe('validateRequest', () => {
     expect(validateRequest('messages', { messages: [{ role: 'bot' }], stream: 1 })).toEqual([
       'model is required',
       'max_tokens is required',
-      'messages[0].role must be one of user, assistant',
+      'messages[0].role must be one of user, assistant, system',
       'messages[0].content must be a string or an array of content parts',
       'stream must be a boolean, not number',
     ]);

@@ -78,7 +78,7 @@ function readResponseFormat(value: unknown): ResponseFormat | undefined {
 }
 
 function parseRequest(body: Json): IrRequest {
-  refuseServerFeatures(body, ['web_search_options', 'audio']);
+  refuseServerFeatures(body, ['audio']);
   if (arr(body.modalities).some((m) => m !== 'text')) throw new TranslateError('modalities other than text cannot be sent to this model');
   const system: string[] = [];
   const messages: Message[] = [];
@@ -128,6 +128,8 @@ function parseRequest(body: Json): IrRequest {
       ? restrictToAllowed(tools, allowed.mode, arr(allowed.tools).map((t) => str(rec(rec(t).function).name)))
       : { tools, toolChoice: readToolChoice(body.tool_choice) };
   return {
+    // OpenAI's search runs on OpenAI's servers: another provider cannot run it (docs/hosted-tools.md).
+    removedTools: body.web_search_options === undefined || body.web_search_options === null ? [] : ['web_search_options'],
     system: system.filter((s) => s !== ''),
     messages,
     ...selection,
@@ -175,6 +177,10 @@ function writeToolResults(results: ToolResultPart[], out: Json[]): void {
 function writeMessages(req: IrRequest): Json[] {
   const out: Json[] = req.system.map((text) => ({ role: 'system', content: text }));
   for (const message of req.messages) {
+    if (message.role === 'system') {
+      out.push({ role: 'system', content: joinText(message.parts) });
+      continue;
+    }
     if (message.role === 'assistant') {
       const calls = message.parts.flatMap((p) =>
         p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : [],

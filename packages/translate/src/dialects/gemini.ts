@@ -28,7 +28,7 @@ import type {
 import { arr, compact, isRecord, num, parseArgs, rec, str, strList, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readGeminiUsage, writeGeminiUsage } from '../usage.ts';
-import { pushMessage, synthesizedCallId, textPart } from './common.ts';
+import { joinText, pushMessage, synthesizedCallId, textPart } from './common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -215,7 +215,11 @@ function writeToolConfig(choice: ToolChoice | undefined): Json | undefined {
 function emitRequest(req: IrRequest, opts: RequestOptions): Json {
   const callNames = new Map<string, string>();
   const signed = needsSignatures(opts.upstreamModel);
-  const contents = req.messages.map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: writeParts(m, callNames, signed) }));
+  // Gemini has no instruction turns: a system turn joins the system instruction, in order.
+  const system = [...req.system, ...req.messages.flatMap((m) => (m.role === 'system' ? [joinText(m.parts)] : []))];
+  const contents = req.messages
+    .filter((m) => m.role !== 'system')
+    .map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: writeParts(m, callNames, signed) }));
   const format = req.responseFormat;
   const generationConfig = compact({
     maxOutputTokens: req.maxOutputTokens,
@@ -231,7 +235,7 @@ function emitRequest(req: IrRequest, opts: RequestOptions): Json {
   });
   const hasTools = req.tools.length > 0;
   return compact({
-    systemInstruction: req.system.length > 0 ? { parts: req.system.map((text) => ({ text })) } : undefined,
+    systemInstruction: system.length > 0 ? { parts: system.map((text) => ({ text })) } : undefined,
     contents,
     // `parametersJsonSchema` takes full JSON Schema; `parameters` only an OpenAPI subset.
     tools: hasTools

@@ -24,7 +24,8 @@ import type {
 import { arr, bool, compact, isRecord, num, parseArgs, rec, str, strList, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readMessagesUsage, writeMessagesUsage } from '../usage.ts';
-import { pushMessage, refuseServerFeatures, resultsFirst, textPart } from './common.ts';
+import { hostedToolLabel } from '../hosted-tools.ts';
+import { joinText, pushMessage, refuseServerFeatures, resultsFirst, textPart } from './common.ts';
 
 /** Used when the request names no output cap: the messages protocol requires one. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -55,6 +56,14 @@ function readSimpleContent(content: unknown, where: string): Array<TextPart | Im
     else throw new TranslateError(`${where}: content block type "${String(block.type)}" cannot be sent to this model`);
   }
   return parts;
+}
+
+/** A system turn's text blocks: the instruction it gives. */
+function readSystemTurn(content: unknown, where: string): TextPart[] {
+  return readSimpleContent(
+    typeof content === 'string' ? content : arr(content).filter((b) => rec(b).type === 'text'),
+    where,
+  ).filter((p): p is TextPart => p.type === 'text');
 }
 
 function readContent(content: unknown, where: string): Part[] {
@@ -125,22 +134,28 @@ function parseRequest(body: Json): IrRequest {
   const messages: Message[] = [];
   arr(body.messages).forEach((raw, i) => {
     const m = rec(raw);
-    pushMessage(messages, m.role === 'assistant' ? 'assistant' : 'user', readContent(m.content, `messages[${i}]`));
+    const where = `messages[${i}]`;
+    // A system turn stays an instruction in its place: never the user's words.
+    if (m.role === 'system') pushMessage(messages, 'system', readSystemTurn(m.content, where));
+    else pushMessage(messages, m.role === 'assistant' ? 'assistant' : 'user', readContent(m.content, where));
   });
-  const tools = arr(body.tools).map((raw, i) => {
+  const removedTools: string[] = [];
+  const tools = arr(body.tools).flatMap((raw) => {
     const tool = rec(raw);
-    // Typed entries other than `custom` are Anthropic-hosted tools (web search, bash, …).
+    // Typed entries other than `custom` are Anthropic's server tools (web search, tool search,
+    // code execution…): another provider cannot run them, so they are not sent. `defer_loading`
+    // means nothing elsewhere: a deferred tool is sent like any other.
     if (tool.type !== undefined && tool.type !== 'custom') {
-      throw new TranslateError(`tools[${i}]: tool type "${String(tool.type)}" cannot be sent to this model`);
+      removedTools.push(hostedToolLabel('messages', tool));
+      return [];
     }
-    return {
-      name: str(tool.name) ?? '',
-      description: str(tool.description),
-      parameters: isRecord(tool.input_schema) ? tool.input_schema : undefined,
-    };
+    return [{ name: str(tool.name) ?? '', description: str(tool.description), parameters: isRecord(tool.input_schema) ? tool.input_schema : undefined }];
   });
-  const { choice, parallel } = readToolChoice(body.tool_choice);
+  const { choice: read, parallel } = readToolChoice(body.tool_choice);
+  // A choice of a removed tool cannot be kept.
+  const choice = read?.type === 'tool' && !tools.some((t) => t.name === read.name) ? undefined : read;
   return {
+    removedTools,
     system: system.filter((s) => s !== ''),
     messages,
     tools,
@@ -180,6 +195,7 @@ function writeBlock(part: Part): Json {
 }
 
 function writeMessage(message: Message): Json {
+  if (message.role === 'system') return { role: 'system', content: joinText(message.parts) };
   const { results, rest } = resultsFirst(message.parts);
   const parts = [...results, ...rest];
   const only = parts[0];

@@ -18,9 +18,11 @@ import type {
   StreamFailure,
   StreamParser,
   TextPart,
+  Tool,
   ToolChoice,
   Usage,
 } from '../ir.ts';
+import { hostedToolLabel } from '../hosted-tools.ts';
 import { arr, bool, compact, isRecord, num, rec, str, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readResponsesUsage, writeResponsesUsage } from '../usage.ts';
@@ -51,7 +53,8 @@ function readContent(content: unknown, where: string): Array<TextPart | ImagePar
 function readToolChoice(value: unknown): ToolChoice | undefined {
   if (value === 'auto' || value === 'none' || value === 'required') return { type: value };
   const choice = rec(value);
-  return choice.type === 'function' && typeof choice.name === 'string' ? { type: 'tool', name: choice.name } : undefined;
+  if (choice.type !== 'function' || typeof choice.name !== 'string') return undefined;
+  return { type: 'tool', name: typeof choice.namespace === 'string' ? flatName(choice.namespace, choice.name) : choice.name };
 }
 
 function readResponseFormat(value: unknown): ResponseFormat | undefined {
@@ -64,6 +67,49 @@ function readResponseFormat(value: unknown): ResponseFormat | undefined {
     schema: rec(format.schema),
     strict: bool(format.strict),
     description: str(format.description),
+  };
+}
+
+/** Input items dropped in translation: OpenAI's reasoning, and the call records of its hosted tools. */
+const DROPPED_ITEMS = new Set(['reasoning', 'web_search_call', 'file_search_call', 'code_interpreter_call', 'image_generation_call']);
+
+/** The one name a namespaced function goes by in a dialect without namespaces. */
+const NAMESPACE_SEPARATOR = '__';
+
+function flatName(namespace: string, name: string): string {
+  return `${namespace}${NAMESPACE_SEPARATOR}${name}`;
+}
+
+function functionTool(tool: Json): Tool {
+  return {
+    name: str(tool.name) ?? '',
+    description: str(tool.description),
+    parameters: isRecord(tool.parameters) ? tool.parameters : undefined,
+    strict: bool(tool.strict),
+  };
+}
+
+/** A call as the client knows it: `namespace` + `name` for a flattened namespaced function. */
+type ClientCall = { id: string; name: string; namespace?: string };
+
+/**
+ * The flattened names of the request's namespaced functions → their namespace and own name, so
+ * that calls come back to the client as it defined them.
+ */
+function restoreNames(request: Json | undefined): (call: { id: string; name: string }) => ClientCall {
+  const names = new Map<string, { namespace: string; name: string }>();
+  for (const raw of arr(request?.tools)) {
+    const tool = rec(raw);
+    if (tool.type !== 'namespace') continue;
+    const namespace = str(tool.name) ?? '';
+    for (const inner of arr(tool.tools)) {
+      const name = str(rec(inner).name) ?? '';
+      names.set(flatName(namespace, name), { namespace, name });
+    }
+  }
+  return (call) => {
+    const known = names.get(call.name);
+    return known === undefined ? call : { id: call.id, ...known };
   };
 }
 
@@ -88,27 +134,45 @@ function parseRequest(body: Json): IrRequest {
           pushMessage(messages, item.role === 'assistant' ? 'assistant' : 'user', readContent(item.content, where));
         }
         break;
-      case 'function_call':
-        pushToolCall(messages, { type: 'tool_call', id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: str(item.arguments) ?? '' });
+      case 'function_call': {
+        const name = str(item.name) ?? '';
+        const namespace = str(item.namespace);
+        pushToolCall(messages, {
+          type: 'tool_call',
+          id: str(item.call_id) ?? '',
+          name: namespace === undefined ? name : flatName(namespace, name),
+          arguments: str(item.arguments) ?? '',
+        });
         break;
+      }
       case 'function_call_output':
         pushToolResult(messages, { type: 'tool_result', callId: str(item.call_id) ?? '', content: readContent(item.output, where) });
         break;
-      case 'reasoning':
-        break;
       default:
+        // Reasoning (encrypted or not) is OpenAI's own; a hosted tool's call record is what its
+        // tool did, already told in the answer's text: neither means anything to another model.
+        if (DROPPED_ITEMS.has(String(item.type))) break;
         throw new TranslateError(`${where}: item type "${String(item.type)}" cannot be sent to this model`);
     }
   });
-  const tools = arr(body.tools).map((raw, i) => {
+  const removedTools: string[] = [];
+  const tools = arr(body.tools).flatMap((raw, i): Tool[] => {
     const tool = rec(raw);
-    if (tool.type !== 'function') throw new TranslateError(`tools[${i}]: tool type "${String(tool.type)}" cannot be sent to this model`);
-    return {
-      name: str(tool.name) ?? '',
-      description: str(tool.description),
-      parameters: isRecord(tool.parameters) ? tool.parameters : undefined,
-      strict: bool(tool.strict),
-    };
+    if (tool.type === 'function') return [functionTool(tool)];
+    if (tool.type === 'namespace') {
+      // A namespace groups function tools: flattened, each named `<namespace>__<name>` (the name
+      // is restored on the way back, see `restoreNames`).
+      const namespace = str(tool.name) ?? '';
+      return arr(tool.tools).map((inner, j) => {
+        const fn = rec(inner);
+        if (fn.type !== 'function') throw new TranslateError(`tools[${i}].tools[${j}]: tool type "${String(fn.type)}" cannot be sent to this model`);
+        return { ...functionTool(fn), name: flatName(namespace, str(fn.name) ?? '') };
+      });
+    }
+    if (tool.type === 'custom') throw new TranslateError(`tools[${i}]: tool type "custom" cannot be sent to this model; define it as a function tool`);
+    // A tool OpenAI runs (web search, file search, code interpreter…): another provider cannot.
+    removedTools.push(hostedToolLabel('responses', tool));
+    return [];
   });
   const choice = rec(body.tool_choice);
   const selection =
@@ -116,6 +180,7 @@ function parseRequest(body: Json): IrRequest {
       ? restrictToAllowed(tools, choice.mode, arr(choice.tools).map((t) => str(rec(t).name)))
       : { tools, toolChoice: readToolChoice(body.tool_choice) };
   return {
+    removedTools,
     system,
     messages,
     ...selection,
@@ -137,6 +202,11 @@ function writeInputPart(part: TextPart | ImagePart): Json {
 function writeInput(messages: Message[]): Json[] {
   const items: Json[] = [];
   for (const message of messages) {
+    if (message.role === 'system') {
+      // In place, as OpenAI words an instruction: a developer message.
+      items.push({ role: 'developer', content: joinText(message.parts) });
+      continue;
+    }
     if (message.role === 'assistant') {
       let text = '';
       const flush = (): void => {
@@ -242,8 +312,10 @@ function messageItem(id: string, text: string, status: string): Json {
   return { id, type: 'message', status, role: 'assistant', content: status === 'in_progress' ? [] : [outputText(text)] };
 }
 
-function callItem(id: string, call: { id: string; name: string }, args: string, status: string): Json {
-  return { id, type: 'function_call', status, arguments: args, call_id: call.id, name: call.name };
+function callItem(id: string, call: ClientCall, args: string, status: string): Json {
+  const item: Json = { id, type: 'function_call', status, arguments: args, call_id: call.id, name: call.name };
+  if (call.namespace !== undefined) item.namespace = call.namespace;
+  return item;
 }
 
 function completion(stopReason: StopReason): { status: string; incomplete_details: Json | null } {
@@ -286,11 +358,12 @@ function responseObject(ctx: ResponseContext, fields: Json): Json {
 
 function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
   const done = completion(res.stopReason);
+  const restore = restoreNames(ctx.request);
   const output = res.parts.map((part, i) => {
     const id = itemId(ctx, part.type === 'text' ? 'msg' : 'fc', i);
     // The last item is where the response stopped: it is incomplete when the response is.
     const status = i === res.parts.length - 1 ? done.status : 'completed';
-    return part.type === 'text' ? messageItem(id, part.text, status) : callItem(id, part, part.arguments, status);
+    return part.type === 'text' ? messageItem(id, part.text, status) : callItem(id, restore(part), part.arguments, status);
   });
   return responseObject(ctx, { ...done, output, usage: res.usage === undefined ? null : writeResponsesUsage(res.usage) });
 }
@@ -420,7 +493,8 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
   let started = false;
   let closed = false;
   const output: Json[] = [];
-  let current: { index: number; outputIndex: number; id: string; call?: { id: string; name: string }; text: string } | undefined;
+  let current: { index: number; outputIndex: number; id: string; call?: ClientCall; text: string } | undefined;
+  const restore = restoreNames(ctx.request);
 
   const ev = (type: string, fields: Json, carriesUsage = false): OutputEvent => {
     const event: OutputEvent = { event: type, data: { type, sequence_number: sequence++, ...fields } };
@@ -467,7 +541,7 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
             );
           } else {
             const id = itemId(ctx, 'fc', outputIndex);
-            const call = { id: event.block.id, name: event.block.name };
+            const call = restore({ id: event.block.id, name: event.block.name });
             current = { index: event.index, outputIndex, id, call, text: '' };
             out.push(ev('response.output_item.added', { output_index: outputIndex, item: callItem(id, call, '', 'in_progress') }));
           }

@@ -1,0 +1,254 @@
+/**
+ * Requests as current clients send them (DECISIONS.md, "Real clients"): Claude Code's system turns
+ * and new fields on /messages, Codex's namespace and hosted tools, reasoning items and store:false
+ * on /responses; hosted tools removed (never refused) and named.
+ */
+import { describe, expect, it } from 'vitest';
+import { createStreamTranslator, prepareRequest, translateRequest, translateResponse, type Dialect, type OutputEvent } from '../src/index.ts';
+import { CTX } from './fixtures.ts';
+
+const OPTS = { upstreamModel: 'upstream-model', stream: false };
+const SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
+
+/** A Claude Code request: a system turn after the first user turn, adaptive thinking, effort, a deferred tool, a server tool. */
+const CLAUDE_CODE = {
+  model: 'claude-opus-5-5',
+  max_tokens: 32000,
+  system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+  messages: [
+    { role: 'user', content: [{ type: 'text', text: 'List the files.' }] },
+    { role: 'system', content: [{ type: 'text', text: 'The user switched to plan mode.' }] },
+    { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 'sig' }, { type: 'text', text: 'Planning.' }] },
+    { role: 'user', content: 'Go on.' },
+  ],
+  tools: [
+    { name: 'Read', description: 'Read a file', input_schema: SCHEMA },
+    { name: 'Glob', description: 'Find files', input_schema: SCHEMA, defer_loading: true },
+    { type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' },
+  ],
+  thinking: { type: 'adaptive' },
+  output_config: { effort: 'high' },
+  context_management: { edits: [{ type: 'clear_thinking_20251015' }] },
+  stream: true,
+};
+
+describe('/messages as Claude Code sends it', () => {
+  it('passes through unchanged to a messages provider: system turns, thinking, effort, deferred and server tools', () => {
+    const { body, removedTools } = prepareRequest('messages', 'messages', CLAUDE_CODE, { ...OPTS, stream: true });
+    expect(body).toEqual({ ...CLAUDE_CODE, model: 'upstream-model' });
+    expect(removedTools).toEqual([]);
+  });
+
+  it('keeps a system turn in place as a system message for chat, never a user turn', () => {
+    const { body, removedTools } = prepareRequest('messages', 'chat', CLAUDE_CODE, OPTS);
+    expect(body.messages).toEqual([
+      { role: 'system', content: 'You are Claude Code.' },
+      { role: 'user', content: 'List the files.' },
+      { role: 'system', content: 'The user switched to plan mode.' },
+      { role: 'assistant', content: 'Planning.' },
+      { role: 'user', content: 'Go on.' },
+    ]);
+    // The deferred tool is an ordinary tool elsewhere; the server tool is removed and named.
+    expect((body.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(['Read', 'Glob']);
+    expect(removedTools).toEqual(['tool_search_tool_regex']);
+    for (const field of ['thinking', 'output_config', 'context_management', 'defer_loading']) expect(JSON.stringify(body)).not.toContain(field);
+  });
+
+  it('keeps a system turn in place as a developer item for responses', () => {
+    const input = translateRequest('messages', 'responses', CLAUDE_CODE, OPTS).input as unknown[];
+    expect(input).toEqual([
+      { role: 'user', content: 'List the files.' },
+      { role: 'developer', content: 'The user switched to plan mode.' },
+      { role: 'assistant', content: 'Planning.' },
+      { role: 'user', content: 'Go on.' },
+    ]);
+  });
+
+  it('gives Gemini a system turn as system instruction, in order, and only user and model turns', () => {
+    const body = translateRequest('messages', 'gemini', CLAUDE_CODE, OPTS);
+    expect(body.systemInstruction).toEqual({ parts: [{ text: 'You are Claude Code.' }, { text: 'The user switched to plan mode.' }] });
+    expect(body.contents).toEqual([
+      { role: 'user', parts: [{ text: 'List the files.' }] },
+      { role: 'model', parts: [{ text: 'Planning.' }] },
+      { role: 'user', parts: [{ text: 'Go on.' }] },
+    ]);
+  });
+
+  it('removes a server tool that a tool choice names, with the choice', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'news?' }],
+      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 5 }],
+      tool_choice: { type: 'tool', name: 'web_search' },
+    };
+    const out = prepareRequest('messages', 'chat', body, OPTS);
+    expect(out.removedTools).toEqual(['web_search']);
+    expect(out.body.tools).toBeUndefined();
+    expect(out.body.tool_choice).toBeUndefined();
+  });
+});
+
+/** A Codex request: a namespace of functions, a hosted web search, reasoning items with encrypted content, store:false. */
+const CODEX = {
+  model: 'gpt-5.5-codex',
+  instructions: 'You are Codex.',
+  store: false,
+  include: ['reasoning.encrypted_content'],
+  reasoning: { effort: 'medium', summary: 'auto' },
+  prompt_cache_key: 'conv-1',
+  input: [
+    { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions>workspace-write</permissions>' }] },
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Start a helper.' }] },
+    { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Thinking' }], encrypted_content: 'gAAAA…' },
+    { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'x' } },
+    { type: 'function_call', call_id: 'call_1', name: 'spawn_agent', namespace: 'multi_agent_v1', arguments: '{"message":"hi"}' },
+    { type: 'function_call_output', call_id: 'call_1', output: '{"agent_id":"a1"}' },
+    { type: 'function_call', call_id: 'call_2', name: 'shell', arguments: '{"command":["ls"]}' },
+    { type: 'function_call_output', call_id: 'call_2', output: 'README.md' },
+  ],
+  tools: [
+    { type: 'function', name: 'shell', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } } }, strict: false },
+    {
+      type: 'namespace',
+      name: 'multi_agent_v1',
+      description: 'Agents',
+      tools: [
+        { type: 'function', name: 'spawn_agent', parameters: { type: 'object', properties: { message: { type: 'string' } } } },
+        { type: 'function', name: 'wait', parameters: { type: 'object', properties: { ids: { type: 'array', items: { type: 'string' } } } } },
+      ],
+    },
+    { type: 'web_search', external_web_access: false },
+  ],
+  tool_choice: 'auto',
+  parallel_tool_calls: true,
+  stream: true,
+};
+
+describe('/responses as Codex sends it, to another dialect', () => {
+  it.each(['messages', 'chat', 'gemini'] as Dialect[])('→ %s: namespace flattened, web_search removed and named, reasoning dropped', (to) => {
+    const { body, removedTools } = prepareRequest('responses', to, CODEX, OPTS);
+    expect(removedTools).toEqual(['web_search']);
+    const text = JSON.stringify(body);
+    expect(text).toContain('multi_agent_v1__spawn_agent');
+    expect(text).toContain('multi_agent_v1__wait');
+    expect(text).not.toContain('encrypted');
+    expect(text).not.toContain('"web_search"');
+    expect(text).not.toContain('ws_1');
+  });
+
+  it('→ messages: the call history names the flattened function, results follow their calls', () => {
+    const body = translateRequest('responses', 'messages', CODEX, OPTS);
+    expect(body.system).toEqual(['You are Codex.', '<permissions>workspace-write</permissions>'].map((text) => ({ type: 'text', text })));
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'Start a helper.' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'multi_agent_v1__spawn_agent', input: { message: 'hi' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: '{"agent_id":"a1"}' }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'call_2', name: 'shell', input: { command: ['ls'] } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_2', content: 'README.md' }] },
+    ]);
+  });
+
+  it('restores the namespace of a call in a whole answer', () => {
+    const answer = {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude',
+      content: [{ type: 'tool_use', id: 'toolu_1', name: 'multi_agent_v1__wait', input: { ids: ['a1'] } }],
+      stop_reason: 'tool_use',
+      usage: { input_tokens: 10, output_tokens: 5 },
+    };
+    const out = translateResponse('messages', 'responses', answer, { ...CTX, request: CODEX });
+    expect(out.output).toEqual([
+      expect.objectContaining({ type: 'function_call', call_id: 'toolu_1', name: 'wait', namespace: 'multi_agent_v1', arguments: '{"ids":["a1"]}' }),
+    ]);
+  });
+
+  it('restores the namespace of a call in a stream, in the added and done items and the completed response', () => {
+    const translator = createStreamTranslator('messages', 'responses', { ...CTX, request: CODEX });
+    const upstream = [
+      { event: 'message_start', data: { type: 'message_start', message: { id: 'm', usage: { input_tokens: 10, output_tokens: 1 } } } },
+      { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'multi_agent_v1__spawn_agent', input: {} } } },
+      { event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"message":"go"}' } } },
+      { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+      { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 7 } } },
+      { event: 'message_stop', data: { type: 'message_stop' } },
+    ];
+    const out: OutputEvent[] = [];
+    for (const event of upstream) out.push(...translator.push(event));
+    out.push(...translator.end());
+    const items = out.flatMap((e) => {
+      const data = e.data as { type: string; item?: unknown; response?: { output: unknown[] } };
+      if (data.type === 'response.output_item.added' || data.type === 'response.output_item.done') return [data.item];
+      if (data.type === 'response.completed') return data.response!.output;
+      return [];
+    });
+    expect(items).toHaveLength(3);
+    for (const item of items) expect(item).toMatchObject({ type: 'function_call', name: 'spawn_agent', namespace: 'multi_agent_v1', call_id: 'toolu_1' });
+  });
+
+  it('reads a tool choice naming a namespaced function', () => {
+    const body = translateRequest('responses', 'messages', { ...CODEX, tool_choice: { type: 'function', namespace: 'multi_agent_v1', name: 'wait' } }, OPTS);
+    expect(body.tool_choice).toEqual({ type: 'tool', name: 'multi_agent_v1__wait' });
+  });
+
+  it('removes every hosted tool the target cannot run, and is not refused for them', () => {
+    const body = { model: 'm', input: 'hi', tools: [{ type: 'file_search', vector_store_ids: ['vs'] }, { type: 'code_interpreter', container: { type: 'auto' } }, { type: 'mcp', server_label: 'x' }] };
+    const out = prepareRequest('responses', 'chat', body, OPTS);
+    expect(out.removedTools).toEqual(['file_search', 'code_interpreter', 'mcp']);
+    expect(out.body.tools).toBeUndefined();
+  });
+
+  it('refuses a custom (free-form) tool with a message that says what to do', () => {
+    const body = { model: 'm', input: 'hi', tools: [{ type: 'custom', name: 'apply_patch' }] };
+    expect(() => translateRequest('responses', 'messages', body, OPTS)).toThrow(/define it as a function tool/);
+  });
+});
+
+describe('hosted tools a same-dialect provider charges for are removed before the call', () => {
+  it('responses: web search, file search, code interpreter and image generation go; functions and free hosted tools stay', () => {
+    const out = prepareRequest('responses', 'responses', { ...CODEX, include: ['reasoning.encrypted_content', 'web_search_call.action.sources'] }, OPTS);
+    expect(out.removedTools).toEqual(['web_search']);
+    expect((out.body.tools as Array<{ type: string }>).map((t) => t.type)).toEqual(['function', 'namespace']);
+    expect(out.body.include).toEqual(['reasoning.encrypted_content']);
+    // Everything else passes through as the client sent it: store:false, reasoning, namespaces.
+    expect(out.body).toMatchObject({ store: false, reasoning: CODEX.reasoning, prompt_cache_key: 'conv-1', input: CODEX.input });
+    const all = prepareRequest('responses', 'responses', { model: 'm', input: 'hi', tools: ['web_search_preview', 'file_search', 'code_interpreter', 'image_generation', 'computer_use_preview'].map((type) => ({ type })), tool_choice: { type: 'file_search' } }, OPTS);
+    expect(all.removedTools).toEqual(['web_search_preview', 'file_search', 'code_interpreter', 'image_generation']);
+    expect(all.body.tools).toEqual([{ type: 'computer_use_preview' }]);
+    expect(all.body.tool_choice).toBeUndefined();
+  });
+
+  it('responses: an allowed_tools choice loses the removed tools', () => {
+    const body = { model: 'm', input: 'hi', tools: [{ type: 'web_search' }, { type: 'function', name: 'f' }], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'web_search' }, { type: 'function', name: 'f' }] } };
+    const out = prepareRequest('responses', 'responses', body, OPTS);
+    expect(out.body.tool_choice).toEqual({ type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'f' }] });
+  });
+
+  it('chat: web_search_options goes', () => {
+    const out = prepareRequest('chat', 'chat', { model: 'm', messages: [{ role: 'user', content: 'hi' }], web_search_options: { search_context_size: 'low' } }, OPTS);
+    expect(out.removedTools).toEqual(['web_search_options']);
+    expect(out.body.web_search_options).toBeUndefined();
+  });
+
+  it('messages: web search and code execution go, with a choice naming them; other server tools stay', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [{ type: 'web_search_20250305', name: 'web_search' }, { type: 'code_execution_20250825', name: 'code_execution' }, { type: 'web_fetch_20250910', name: 'web_fetch' }],
+      tool_choice: { type: 'tool', name: 'web_search' },
+    };
+    const out = prepareRequest('messages', 'messages', body, OPTS);
+    expect(out.removedTools).toEqual(['web_search', 'code_execution']);
+    expect(out.body.tools).toEqual([{ type: 'web_fetch_20250910', name: 'web_fetch' }]);
+    expect(out.body.tool_choice).toBeUndefined();
+  });
+
+  it('a request without charged tools passes through untouched, unknown fields included', () => {
+    const body = { model: 'm', input: 'hi', some_new_field: { a: 1 }, tools: [{ type: 'function', name: 'f' }] };
+    const out = prepareRequest('responses', 'responses', body, OPTS);
+    expect(out).toEqual({ body: { ...body, model: 'upstream-model' }, removedTools: [] });
+  });
+});
