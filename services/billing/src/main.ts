@@ -2,6 +2,7 @@ import { billingV1 } from '@gw/contracts';
 import { loadConfig, observeQueries, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { billingEntities } from './db/entities.ts';
+import { billingFunctions } from './db/functions/index.ts';
 import { billingMigrations } from './db/migrations/index.ts';
 import { releaseStaleHolds, startHoldSweeper } from './domain/hold-sweeper.ts';
 import { RequestMoney } from './domain/requests.ts';
@@ -25,7 +26,7 @@ const now = () => new Date();
 await runGrpcService({
   name: 'billing',
   defaultPort: 50051,
-  database: { schema: 'billing', entities: billingEntities, migrations: billingMigrations },
+  database: { schema: 'billing', entities: billingEntities, migrations: billingMigrations, repeatable: billingFunctions },
   outbox: true,
   register: async ({ orm, whenNats, env: serviceEnv, logger, meter, onStop }) => {
     const rateDefaults = { perSecond: env.RATE_LIMIT_PER_SECOND, perMinute: env.RATE_LIMIT_PER_MINUTE };

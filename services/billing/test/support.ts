@@ -4,6 +4,7 @@ import { createOrm, runMigrations } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { inject } from 'vitest';
 import { billingEntities } from '../src/db/entities.ts';
+import { billingFunctions } from '../src/db/functions/index.ts';
 import { billingMigrations } from '../src/db/migrations/index.ts';
 import { createAccount, topUp } from '../src/domain/accounts.ts';
 import { createApiKey } from '../src/domain/api-keys.ts';
@@ -16,6 +17,7 @@ export async function billingOrm(): Promise<MikroORM> {
     schema: `billing_t${randomBytes(4).toString('hex')}`,
     entities: billingEntities,
     migrations: billingMigrations,
+    repeatable: billingFunctions,
   });
   await runMigrations(orm);
   return orm;

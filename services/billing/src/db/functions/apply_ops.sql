@@ -1,18 +1,23 @@
-import { Migration } from '@mikro-orm/migrations';
-
-/**
- * `apply_ops` of migration 004 with one change: an authorize sent again after its answer was
- * lost finds its hold before the rate limit counts it. Counted first, the resend counted twice,
- * and could even be refused as over the limit while its hold stood (the gateway then answered
- * 429 and left the hold to the sweeper).
- */
-export class Migration005ReplayBeforeRate extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(APPLY_OPS);
-  }
-}
-
-const APPLY_OPS = `
+-- apply_ops(account, ops, now): the one place where request money moves. Applies a batch of
+-- operations on one account in one statement, so in one transaction that takes the wallet row
+-- lock once. Each op is idempotent by its request id: a replay returns the first outcome and
+-- moves nothing.
+--
+-- ops: jsonb array, each one of
+--   {"op":"authorize","request_id","key_id","amount","worst_tokens","text","endpoint","model","unit","price",
+--    "rate_now_ms"?,"rate_per_second"?,"rate_per_minute"?}
+--   {"op":"settle","request_id","units","input_tokens","output_tokens","reconcile"}
+--   {"op":"release","request_id"}
+--   {"op":"refund","request_id"}
+-- Returns a jsonb array of results in the same order:
+--   {"ok":true,"balance_after","held"?,"credit_charged"?,"credit_refunded"?,"replay"?}
+--   {"ok":false,"code","limit_type"?,"period"?,"retry_after_seconds"?}
+--
+-- Statements cost more than their work on the request path, so a hold learns whether it exists
+-- already and its key's state in one statement, the rate windows are counted here (with the
+-- account's limits read with its wallet), usage windows are kept only for keys with limits
+-- (a hold records whether it was counted: "windowed"), and a key's last use is written only when
+-- older than a minute.
 create or replace function "apply_ops"(p_account uuid, p_ops jsonb, p_now timestamptz) returns jsonb
 language plpgsql set search_path from current as $fn$
 declare
@@ -31,12 +36,22 @@ declare
   v_delta bigint;
   v_req text;
   v_key uuid;
-  v_limited uuid[];
   v_used uuid[] := '{}';
   v_rate record;
+  v_per_second integer;
+  v_per_minute integer;
+  v_count_second integer;
+  v_count_minute integer;
+  v_replay_account uuid;
+  v_replay_amount bigint;
+  v_revoked boolean;
+  v_expired boolean;
+  v_limited boolean;
+  v_blocked boolean;
+  v_stale boolean;
 begin
   -- One lock per batch: every change to this account's money and key windows happens under it.
-  select w."balance", a."time_zone" into v_balance, v_tz
+  select w."balance", a."time_zone", a."rate_per_second", a."rate_per_minute" into v_balance, v_tz, v_per_second, v_per_minute
     from "wallet" w join "account" a on a."id" = w."account_id"
     where w."account_id" = p_account for update of w;
   if not found then
@@ -44,43 +59,69 @@ begin
   end if;
   v_day := (p_now at time zone v_tz)::date;
   v_month := date_trunc('month', p_now at time zone v_tz)::date;
-  -- Keys of this batch that have limits: only their usage windows are kept (see set_key_limit).
-  select coalesce(array_agg(distinct l."key_id"), '{}') into v_limited from "key_limit" l
-   where l."key_id" in (select (o->>'key_id')::uuid from jsonb_array_elements(p_ops) o where o->>'key_id' is not null);
-
   for v_op in select value from jsonb_array_elements(p_ops) loop
     v_req := v_op->>'request_id';
     v_fail := null;
 
     if v_op->>'op' = 'authorize' then
+      v_key := (v_op->>'key_id')::uuid;
+      -- What a hold needs to know besides the wallet, in one statement (on the request path a
+      -- statement costs more than its work here): whether it exists already (a request sent again,
+      -- maybe within this batch) and its key's state, as this transaction sees it (a settle earlier
+      -- in the batch may have opened a reconciliation).
+      select h."account_id", h."amount", coalesce(k."revoked_at" is not null, false), coalesce(k."expires_at" <= p_now, false),
+             exists (select 1 from "key_limit" l where l."key_id" = k."id"),
+             exists (select 1 from "reconciliation" r where r."key_id" = k."id" and r."resolved_at" is null),
+             coalesce(k."last_used_at" is null or k."last_used_at" < p_now - interval '1 minute', false)
+        into v_replay_account, v_replay_amount, v_revoked, v_expired, v_limited, v_blocked, v_stale
+        from (select 1) as one
+        left join "hold" h on h."request_id" = v_req
+        left join "api_key" k on k."id" = v_key;
       -- A request sent again (its first answer was lost) finds its hold, before anything counts it.
-      select * into v_hold from "hold" where "request_id" = v_req;
-      if found then
-        v_results := v_results || jsonb_build_object('ok', v_hold."account_id" = p_account, 'replay', true,
-          'balance_after', v_balance::text, 'held', v_hold."amount"::text,
-          'code', case when v_hold."account_id" = p_account then null else 'invalid_request' end);
+      if v_replay_account is not null then
+        v_results := v_results || jsonb_build_object('ok', v_replay_account = p_account, 'replay', true,
+          'balance_after', v_balance::text, 'held', v_replay_amount::text,
+          'code', case when v_replay_account = p_account then null else 'invalid_request' end);
+        continue;
+      end if;
+      -- A key revoked or expired is refused before anything counts or holds (auth comes first).
+      if v_revoked or v_expired then
+        v_results := v_results || jsonb_build_object('ok', false,
+          'code', case when v_revoked then 'auth_revoked' else 'auth_expired' end);
         continue;
       end if;
       -- The account rate limit, counted when the caller asks (the gateway's hot path): every
-      -- request counts once, refused ones included; refused here, nothing is held.
+      -- request counts once, refused ones included; refused here, nothing is held. The windows
+      -- as count_rate keeps them, with the account's own limits read with its wallet.
       if v_op ? 'rate_now_ms' then
-        select * into v_rate from "count_rate"(p_account, (v_op->>'rate_now_ms')::bigint,
-          (v_op->>'rate_per_second')::integer, (v_op->>'rate_per_minute')::integer);
+        insert into "rate_window" as w ("account_id", "kind", "window_start", "count")
+          values (p_account, 'second', (v_op->>'rate_now_ms')::bigint / 1000, 1)
+          on conflict ("account_id", "kind") do update
+            set "count" = case when w."window_start" = excluded."window_start" then w."count" + 1 else 1 end,
+                "window_start" = excluded."window_start"
+          returning "count" into v_count_second;
+        insert into "rate_window" as w ("account_id", "kind", "window_start", "count")
+          values (p_account, 'minute', (v_op->>'rate_now_ms')::bigint / 60000, 1)
+          on conflict ("account_id", "kind") do update
+            set "count" = case when w."window_start" = excluded."window_start" then w."count" + 1 else 1 end,
+                "window_start" = excluded."window_start"
+          returning "count" into v_count_minute;
+        select * into v_rate from "rate_verdict"(v_count_second, v_count_minute,
+          coalesce(v_per_second, (v_op->>'rate_per_second')::integer),
+          coalesce(v_per_minute, (v_op->>'rate_per_minute')::integer), (v_op->>'rate_now_ms')::bigint);
         if v_rate.limit_type is not null then
           v_results := v_results || jsonb_build_object('ok', false, 'code', 'rate_limit_exceeded',
             'limit_type', v_rate.limit_type, 'retry_after_seconds', v_rate.retry_after);
           continue;
         end if;
       end if;
-      v_key := (v_op->>'key_id')::uuid;
       v_amount := (v_op->>'amount')::bigint;
 
-      if (v_op->>'text')::boolean and exists (
-        select 1 from "reconciliation" where "key_id" = v_key and "resolved_at" is null) then
+      if (v_op->>'text')::boolean and v_blocked then
         v_fail := jsonb_build_object('ok', false, 'code', 'api_key_quota_reconciliation_required');
       end if;
 
-      if v_fail is null and v_key = any(v_limited) then
+      if v_fail is null and v_limited then
         for v_lim in
           select l."limit_type", l."period", l."value",
                  coalesce(u."spent", 0) as spent, coalesce(u."requests", 0) as requests,
@@ -115,10 +156,10 @@ begin
                           "model", "status", "day_start", "month_start", "created_at", "windowed")
         values (v_req, p_account, v_key, v_amount, coalesce((v_op->>'worst_tokens')::bigint, 0), v_op->>'unit',
                 (v_op->>'price')::bigint, v_op->>'endpoint', v_op->>'model', 'open', v_day, v_month, p_now,
-                coalesce(v_key = any(v_limited), false));
+                v_limited);
       insert into "ledger_entry" ("account_id", "kind", "amount", "balance_after", "reference", "key_id", "created_at")
         values (p_account, 'hold', -v_amount, v_balance, 'hold:' || v_req, v_key, p_now);
-      if v_key = any(v_limited) then
+      if v_limited then
         insert into "key_usage_window" as u ("key_id", "period", "window_start", "spent", "requests", "tokens_reserved")
           select v_key, p.period, p.start, v_amount, 1, coalesce((v_op->>'worst_tokens')::bigint, 0)
             from (values ('daily', v_day), ('monthly', v_month), ('lifetime', date '1970-01-01')) as p(period, start)
@@ -126,7 +167,7 @@ begin
             set "spent" = u."spent" + excluded."spent", "requests" = u."requests" + 1,
                 "tokens_reserved" = u."tokens_reserved" + excluded."tokens_reserved";
       end if;
-      if v_key is not null and not v_key = any(v_used) then
+      if v_key is not null and v_stale and not v_key = any(v_used) then
         v_used := v_used || v_key;
       end if;
       v_results := v_results || jsonb_build_object('ok', true, 'held', v_amount::text, 'balance_after', v_balance::text);
@@ -214,9 +255,11 @@ begin
   end loop;
 
   update "wallet" set "balance" = v_balance, "updated_at" = p_now where "account_id" = p_account;
-  -- Last use is for people (the dashboard): a minute's precision, one write per key per batch at most.
-  update "api_key" set "last_used_at" = p_now
-   where "id" = any(v_used) and ("last_used_at" is null or "last_used_at" < p_now - interval '1 minute');
+  -- Last use is for people (the dashboard): a minute's precision, written only when older.
+  if cardinality(v_used) > 0 then
+    update "api_key" set "last_used_at" = p_now
+     where "id" = any(v_used) and ("last_used_at" is null or "last_used_at" < p_now - interval '1 minute');
+  end if;
   return v_results;
 end
-$fn$`;
+$fn$
