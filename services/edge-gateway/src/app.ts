@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { billingV1, catalogV1, GenerateCalls, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
 import { context } from '@opentelemetry/api';
-import type { BytesBudget } from '@gw/service-kit';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
-import type { KeyCache, KeyRecord } from './auth/key-cache.ts';
+import type { KeyRecord } from './auth/key-cache.ts';
 import { consultDeferredRateLimit } from './generation/deferred-rate-limit.ts';
 import { reserveBodyBytes } from './http/body-budget.ts';
 import { registerJsonBodies } from './http/json-body.ts';
@@ -15,30 +13,9 @@ import { modelsRoutes } from './protocols/models.route.ts';
 import { imagesRoutes } from './protocols/images.routes.ts';
 import { textRoutes } from './protocols/text.routes.ts';
 import { videosRoutes } from './protocols/videos.routes.ts';
-import type { CatalogCache } from './state/catalog-cache.ts';
-import type { SwitchState } from './state/switches.ts';
+import type { GatewayDeps } from './deps.ts';
 
-export interface GatewayDeps {
-  billing: ServiceClient<MethodsOf<typeof billingV1.BillingService>>;
-  /** Authorize, settle and release of every billed request, over billing's exchange stream. */
-  money: MoneyCalls;
-  catalog: ServiceClient<MethodsOf<typeof catalogV1.CatalogService>>;
-  text: ServiceClient<MethodsOf<typeof textV1.TextService>>;
-  /** Text answers, complete or streamed, over the text service's exchange stream. */
-  generate: GenerateCalls;
-  media: ServiceClient<MethodsOf<typeof mediaV1.MediaService>>;
-  videoJobs: ServiceClient<MethodsOf<typeof videoV1.VideoJobsService>>;
-  keys: KeyCache;
-  switches: SwitchState;
-  catalogCache: CatalogCache;
-  /** Request body bytes this replica holds at once, per account and in all. */
-  bodyBudget: BytesBudget;
-  logger: FastifyBaseLogger;
-  basePath: string;
-  /** Readiness: false before start-up completes and from the first moment of shutdown. */
-  isReady: () => boolean;
-  now?: () => number;
-}
+export type { GatewayDeps } from './deps.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

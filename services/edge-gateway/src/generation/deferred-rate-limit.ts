@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 
 /**
  * The hot path's account rate limit. Text routes skip the separate rate-limit call and let

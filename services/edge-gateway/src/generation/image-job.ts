@@ -2,7 +2,7 @@ import { mediaV1, RpcError } from '@gw/contracts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
 import type { ImageEditRequest, ImageGenerationRequest } from './image-request.ts';

@@ -1,7 +1,7 @@
 import { GatewayError } from '@gw/errors';
 import { trace } from '@opentelemetry/api';
 import type { FastifyRequest } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 
 /**

@@ -14,7 +14,7 @@ import {
   type Dialect,
 } from '@gw/translate';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { SseWriter, type SseFrame } from '../http/sse.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { beforeAuthorize } from './deferred-rate-limit.ts';

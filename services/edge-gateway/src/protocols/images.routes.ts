@@ -1,6 +1,6 @@
 import { GatewayError } from '@gw/errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { imagesBody, runImageJob, type ImageJobCall } from '../generation/image-job.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 
 /** GET /models: free; not a generation request, so maintenance does not block it. */

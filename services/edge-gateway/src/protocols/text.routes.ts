@@ -1,7 +1,7 @@
 import { textV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { FastifyInstance } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
 import { anthropicBeta, preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';

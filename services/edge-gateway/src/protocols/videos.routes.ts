@@ -4,7 +4,7 @@ import { catalogV1, RpcError, type videoV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
-import type { GatewayDeps } from '../app.ts';
+import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { createdJobBody, jobStatusBody, VIDEO_JOB_ID, videoJobNotFound } from '../generation/video-job-view.ts';

@@ -1,0 +1,29 @@
+import type { billingV1, catalogV1, GenerateCalls, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
+import type { BytesBudget } from '@gw/service-kit';
+import type { FastifyBaseLogger } from 'fastify';
+import type { KeyCache } from './auth/key-cache.ts';
+import type { CatalogCache } from './state/catalog-cache.ts';
+import type { SwitchState } from './state/switches.ts';
+
+/** What the app and its routes are built with (`main.ts` makes them, tests make their own). */
+export interface GatewayDeps {
+  billing: ServiceClient<MethodsOf<typeof billingV1.BillingService>>;
+  /** Authorize, settle and release of every billed request, over billing's exchange stream. */
+  money: MoneyCalls;
+  catalog: ServiceClient<MethodsOf<typeof catalogV1.CatalogService>>;
+  text: ServiceClient<MethodsOf<typeof textV1.TextService>>;
+  /** Text answers, complete or streamed, over the text service's exchange stream. */
+  generate: GenerateCalls;
+  media: ServiceClient<MethodsOf<typeof mediaV1.MediaService>>;
+  videoJobs: ServiceClient<MethodsOf<typeof videoV1.VideoJobsService>>;
+  keys: KeyCache;
+  switches: SwitchState;
+  catalogCache: CatalogCache;
+  /** Request body bytes this replica holds at once, per account and in all. */
+  bodyBudget: BytesBudget;
+  logger: FastifyBaseLogger;
+  basePath: string;
+  /** Readiness: false before start-up completes and from the first moment of shutdown. */
+  isReady: () => boolean;
+  now?: () => number;
+}
