@@ -1,16 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Sessions, ResolvedSession } from './auth/sessions.ts';
-import type { LoginThrottle } from './auth/throttle.ts';
-import type { Hmac } from './auth/secrets.ts';
-import type { BillingClient, CatalogClient } from './billing/clients.ts';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { ResolvedSession } from './auth/sessions.ts';
+import type { ConsoleDeps, RouteDeps } from './deps.ts';
 import { registerAssets } from './http/assets.ts';
-import { cookieSettings, type CookieSettings } from './http/cookies.ts';
+import { cookieSettings } from './http/cookies.ts';
 import { registerErrorPages } from './http/error-pages.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
-import type { Members } from './members/members.ts';
 import { accountRoutes } from './routes/account.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
 import { balanceRoutes } from './routes/balance.routes.ts';
@@ -19,32 +16,7 @@ import { loginRoutes } from './routes/login.routes.ts';
 import { requireMember } from './routes/member-guard.ts';
 import { usageRoutes } from './routes/usage.routes.ts';
 
-export interface ConsoleDeps {
-  billing: BillingClient;
-  catalog: CatalogClient;
-  sessions: Sessions;
-  throttle: LoginThrottle;
-  members: Members;
-  hmac: Hmac;
-  logger: FastifyBaseLogger;
-  /** Origin browsers use (config); undefined: the request's own scheme and Host. */
-  publicOrigin: string | undefined;
-  secureCookies: boolean;
-  /** Bearer token of `/internal/*`; undefined turns those routes off. */
-  adminToken: string | undefined;
-  /** Fastify's `trustProxy`: none, or which proxies (see `CONSOLE_TRUST_PROXY`). */
-  trustProxy: false | string[];
-  isReady: () => boolean;
-  now?: () => Date;
-}
-
-/** What every route plugin gets: the deps plus the derived cookie settings. */
-export interface RouteDeps extends ConsoleDeps {
-  cookies: CookieSettings;
-  now: () => Date;
-  /** The origin forms must come from, and links are built on. */
-  originOf: (request: { protocol: string; host: string }) => string;
-}
+export type { ConsoleDeps } from './deps.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

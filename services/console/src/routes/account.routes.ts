@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { PASSWORD_MAX } from '../auth/passwords.ts';
 import { lockedMessage } from '../auth/throttle.ts';
 import { formField } from '../http/forms.ts';

@@ -1,7 +1,7 @@
 import { GatewayError } from '@gw/errors';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { safeEqual } from '../auth/secrets.ts';
 import { EMAIL_MAX, MemberError } from '../members/members.ts';
 

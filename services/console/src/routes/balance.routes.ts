@@ -1,6 +1,6 @@
 import { isPositiveInt64 } from '@gw/contracts';
 import type { FastifyInstance } from 'fastify';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { queryParam } from '../http/forms.ts';
 import { balancePage, type LedgerLine } from '../views/balance.view.ts';
 import { viewerFor } from './viewer.ts';

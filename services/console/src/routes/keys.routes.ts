@@ -1,6 +1,6 @@
 import { GatewayError } from '@gw/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { LIMIT_PERIODS, LIMIT_TYPES, toKeyView } from '../billing/key-view.ts';
 import { formField } from '../http/forms.ts';
 import { keyPage, keysPage, KEY_NAME_MAX, type CreateForm } from '../views/keys.view.ts';

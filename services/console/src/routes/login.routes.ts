@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { csrfTokenValid, preSessionCsrfToken, sameOrigin } from '../auth/csrf.ts';
 import { PASSWORD_MAX, verifyPassword } from '../auth/passwords.ts';
 import { randomToken } from '../auth/secrets.ts';

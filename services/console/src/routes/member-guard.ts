@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { csrfTokenValid, sameOrigin, sessionCsrfToken } from '../auth/csrf.ts';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { messagePage } from '../views/auth.view.ts';
 
 const READ_ONLY = new Set(['GET', 'HEAD']);

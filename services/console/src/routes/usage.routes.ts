@@ -1,6 +1,6 @@
 import type { billingV1 } from '@gw/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { toKeyView, type KeyView } from '../billing/key-view.ts';
 import { queryParam } from '../http/forms.ts';
 import type { Notice } from '../views/layout.ts';

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { RouteDeps } from '../app.ts';
+import type { RouteDeps } from '../deps.ts';
 import { sessionCsrfToken } from '../auth/csrf.ts';
 import type { SessionMember } from '../auth/sessions.ts';
 import type { Notice, Viewer } from '../views/layout.ts';

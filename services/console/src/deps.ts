@@ -1,0 +1,35 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Sessions } from './auth/sessions.ts';
+import type { LoginThrottle } from './auth/throttle.ts';
+import type { Hmac } from './auth/secrets.ts';
+import type { BillingClient, CatalogClient } from './billing/clients.ts';
+import type { CookieSettings } from './http/cookies.ts';
+import type { Members } from './members/members.ts';
+
+/** What the app is built with (`main.ts` makes them, tests make their own). */
+export interface ConsoleDeps {
+  billing: BillingClient;
+  catalog: CatalogClient;
+  sessions: Sessions;
+  throttle: LoginThrottle;
+  members: Members;
+  hmac: Hmac;
+  logger: FastifyBaseLogger;
+  /** Origin browsers use (config); undefined: the request's own scheme and Host. */
+  publicOrigin: string | undefined;
+  secureCookies: boolean;
+  /** Bearer token of `/internal/*`; undefined turns those routes off. */
+  adminToken: string | undefined;
+  /** Fastify's `trustProxy`: none, or which proxies (see `CONSOLE_TRUST_PROXY`). */
+  trustProxy: false | string[];
+  isReady: () => boolean;
+  now?: () => Date;
+}
+
+/** What every route plugin gets: the deps plus the derived cookie settings. */
+export interface RouteDeps extends ConsoleDeps {
+  cookies: CookieSettings;
+  now: () => Date;
+  /** The origin forms must come from, and links are built on. */
+  originOf: (request: { protocol: string; host: string }) => string;
+}
