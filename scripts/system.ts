@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,6 +34,15 @@ export interface SystemOptions {
   consolePort?: number;
   /** The dashboard's session-signing secret; a new one per start without it (sessions end with the system). */
   consoleSessionSecret?: string;
+  /**
+   * Restart a service that dies (not one stopped through `stopService` or `stop`): its death is
+   * reported with its exit code or signal, and it is started again at its address after a backoff
+   * that doubles from `minBackoffMs` up to `maxBackoffMs` while it keeps dying (reset once it has
+   * served for a minute). Off by default (the tests kill services on purpose).
+   */
+  supervise?: { report: (line: string) => void; minBackoffMs?: number; maxBackoffMs?: number };
+  /** Per-service metrics port (`METRICS_PORT`): each process its own Prometheus address. */
+  metricsPorts?: Partial<Record<ServiceName, number>>;
 }
 
 export type ServiceName = 'provider-simulator' | 'billing' | 'catalog' | 'text' | 'media' | 'video-jobs' | 'edge-gateway' | 'console';
@@ -189,7 +198,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
    */
   async function launch(name: ServiceName, instance: string = name, overrides: Record<string, string> = {}): Promise<RunningService> {
     const readyFile = join(runDir, `${instance}.ready`);
-    const extra = { ...specs.get(name)!(), READY_FILE: readyFile, ...overrides };
+    const metricsPort = instance === name ? opts.metricsPorts?.[name] : undefined;
+    const extra = { ...specs.get(name)!(), READY_FILE: readyFile, ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}), ...overrides };
     const entry = join(ROOT, 'services', name, 'src', 'main.ts');
     const child = spawn(process.execPath, [entry], {
       cwd: ROOT,
@@ -215,9 +225,53 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       throw new Error(`${(err as Error).message}${hint}`);
     });
     const svc: RunningService = { name, child, address, ...(logFile ? { logFile } : {}) };
-    if (instance === name) services.set(name, svc);
-    else extras.push(svc);
+    if (instance === name) {
+      services.set(name, svc);
+      if (opts.supervise) child.once('exit', (code, signal) => void supervise(svc, code, signal));
+    } else extras.push(svc);
     return svc;
+  }
+
+  /** Starts a service again at its old address, as a rolling update's successor would be: its clients reconnect there. */
+  async function relaunch(name: ServiceName): Promise<RunningService> {
+    const readyFile = join(runDir, `${name}.ready`);
+    if (existsSync(readyFile)) rmSync(readyFile);
+    const previous = services.get(name)?.address;
+    return launch(name, name, previous === undefined ? {} : { [PORT_ENV[name]]: portOf(previous) });
+  }
+
+  /** Services stopped on purpose (`stopService`, `stop`): their exit is not a death. */
+  const held = new Set<ServiceName>();
+  let stopping = false;
+  const backoff = new Map<ServiceName, { ms: number; since: number }>();
+
+  /** Reports a death and brings the service back with backoff, until it serves or the system stops. */
+  async function supervise(svc: RunningService, code: number | null, signal: NodeJS.Signals | null): Promise<void> {
+    const sup = opts.supervise!;
+    if (stopping || held.has(svc.name) || services.get(svc.name) !== svc) return;
+    const min = sup.minBackoffMs ?? 500;
+    const max = sup.maxBackoffMs ?? 30_000;
+    const diedAt = Date.now();
+    const log = svc.logFile ? ` (log: ${svc.logFile})` : '';
+    sup.report(`${svc.name} (pid ${svc.child.pid}) died: ${code !== null ? `exit code ${code}` : `signal ${signal}`}${log}`);
+    for (;;) {
+      const last = backoff.get(svc.name);
+      // A service that served for a minute starts over from the shortest wait.
+      const ms = last && diedAt - last.since < 60_000 ? Math.min(last.ms * 2, max) : min;
+      backoff.set(svc.name, { ms, since: diedAt });
+      sup.report(`restarting ${svc.name} in ${(ms / 1000).toFixed(1)} s`);
+      await sleep(ms);
+      if (stopping || held.has(svc.name)) return;
+      try {
+        const back = await relaunch(svc.name);
+        backoff.set(svc.name, { ms, since: Date.now() });
+        sup.report(`${svc.name} is back at ${back.address} (pid ${back.child.pid}), ${((Date.now() - diedAt) / 1000).toFixed(1)} s after it died`);
+        return;
+      } catch (err) {
+        if (stopping || held.has(svc.name)) return;
+        sup.report(`${svc.name} failed to start again: ${(err as Error).message.split('\n')[0]}`);
+      }
+    }
   }
   const extras: RunningService[] = [];
   /** Every child still alive, ready or not: a start-up that fails stops the siblings it launched too. */
@@ -236,15 +290,13 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     consoleAdminToken: randomBytes(32).toString('base64url'),
     services,
     async stopService(name) {
+      held.add(name);
       const svc = services.get(name);
       if (svc) await stopChild(svc.child, 15_000);
     },
     async restartService(name) {
-      const readyFile = join(runDir, `${name}.ready`);
-      if (existsSync(readyFile)) await import('node:fs/promises').then((fs) => fs.rm(readyFile));
-      // At its old address, as a rolling update's successor would be: its clients reconnect there.
-      const previous = services.get(name)?.address;
-      await launch(name, name, previous === undefined ? {} : { [PORT_ENV[name]]: portOf(previous) });
+      await relaunch(name);
+      held.delete(name);
     },
     async addGateway() {
       const original = specs.get('edge-gateway')!;
@@ -256,6 +308,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       }
     },
     async stop() {
+      stopping = true;
       for (const svc of extras.splice(0)) await stopChild(svc.child, 15_000);
       for (const name of STOP_ORDER) {
         const svc = services.get(name);

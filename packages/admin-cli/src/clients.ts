@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { billingV1, catalogV1, createClient } from '@gw/contracts';
 
 /** Where `pnpm start` records the addresses of the system it started. */
-export const LOCAL_RUN_FILE = resolve(import.meta.dirname, '../../../.data/local-run.json');
+export const LOCAL_RUN_FILE = resolve(process.env.GW_DATA_DIR ?? resolve(import.meta.dirname, '../../../.data'), 'local-run.json');
 
 interface Addresses {
   billing: string;
