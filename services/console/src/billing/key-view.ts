@@ -4,8 +4,6 @@ export type KeyStatus = 'active' | 'expired' | 'revoked';
 
 export const LIMIT_TYPES = ['spending', 'requests', 'tokens'] as const;
 export const LIMIT_PERIODS = ['daily', 'monthly', 'lifetime'] as const;
-export type LimitType = (typeof LIMIT_TYPES)[number];
-export type LimitPeriod = (typeof LIMIT_PERIODS)[number];
 
 export interface KeyLimitView {
   type: string;
