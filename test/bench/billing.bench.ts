@@ -51,7 +51,7 @@ async function billedRequest(account: { accountId: string; keyId: string }, mone
     worstUnits: 5_000n,
     text: true,
   });
-  await money.settle({ requestId, accountId: account.accountId, unit: MILLION_TOKENS, pricePerUnit: 15_000n, units: 321n, inputTokens: 300n, outputTokens: 21n });
+  await money.settle({ requestId, accountId: account.accountId, units: 321n, inputTokens: 300n, outputTokens: 21n });
 }
 
 try {

@@ -60,7 +60,7 @@ try {
       'answer: Generate over the text exchange',
       () => generate.generate({ requestId: randomUUID(), dialect: textV1.Dialect.CHAT, publicModel: MODEL.id!, routes: [route], body: Buffer.from(body), defaultMaxOutputTokens: 4_096 }),
     ],
-    ['settle: Settle over the billing exchange', () => money.settle({ requestId: held, accountId, unit: MILLION_TOKENS, pricePerUnit: MODEL.priceCreditPerUnit!, units: 40n, inputTokens: 20n, outputTokens: 20n })],
+    ['settle: Settle over the billing exchange', () => money.settle({ requestId: held, accountId, units: 40n, inputTokens: 20n, outputTokens: 20n })],
     ['simulator called directly', () => post(sim, { authorization: 'Bearer sim-openai-key' }, body, '"choices"')],
     ['whole request through the gateway', () => post(chat, gwAuth, body, '"choices"')],
   ];

@@ -41,8 +41,8 @@ describe('an image request whose gateway died mid-way', () => {
       bodyHash: createHash('sha256').update(key).digest(),
       operation: mediaV1.ImageOperation.GENERATE,
     });
-    const money = { requestId: jobId, accountId: account.accountId, unit: billingV1.BillingUnit.IMAGE, pricePerUnit: BigInt(PRICE) };
-    await billing.authorize({ ...money, keyId: account.keyId, endpoint: 'images/generations', model: 'gpt-sim-one-image', worstUnits: 1n });
+    const money = { requestId: jobId, accountId: account.accountId };
+    await billing.authorize({ ...money, keyId: account.keyId, endpoint: 'images/generations', model: 'gpt-sim-one-image', unit: billingV1.BillingUnit.IMAGE, pricePerUnit: BigInt(PRICE), worstUnits: 1n });
     if (step === 'settle') await billing.settle({ ...money, units: 1n });
     return jobId;
   }

@@ -154,8 +154,6 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
   const settle = (id: string, duration: number) => ({
     requestId: id,
     accountId: account.accountId,
-    unit: billingV1.BillingUnit.SECOND,
-    pricePerUnit: BigInt(PRICE['sora-sim']!),
     units: BigInt(duration),
   });
 

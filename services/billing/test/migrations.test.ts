@@ -59,7 +59,7 @@ async function billedRequest(o: MikroORM): Promise<bigint> {
     }),
   );
   const settled = await money.settle(
-    create(billingV1.SettleRequestSchema, { requestId, accountId, unit: billingV1.BillingUnit.MILLION_TOKENS, pricePerUnit: 1_000_000n, units: 7n }),
+    create(billingV1.SettleRequestSchema, { requestId, accountId, units: 7n }),
   );
   await expectAuditClean(o);
   return settled.creditCharged;

@@ -18,17 +18,13 @@ const hold = (requestId: string, keyId: string, amount: number): Extract<MoneyOp
   unit: 'image',
   price: '1',
 });
-const settle = (requestId: string, charge: number): Extract<MoneyOp, { op: 'settle' }> => ({
+/** Settles `images` images of a hold priced 1 credit an image: a charge of `images`. */
+const settle = (requestId: string, images: number): Extract<MoneyOp, { op: 'settle' }> => ({
   op: 'settle',
   request_id: requestId,
-  unit: 'image',
-  price: '1',
-  charge: String(charge),
+  units: String(images),
   input_tokens: '0',
   output_tokens: '0',
-  total_tokens: '0',
-  images: 1,
-  seconds: 0,
   reconcile: false,
 });
 
@@ -73,7 +69,7 @@ describe('the money batcher: many accounts in one transaction, on real Postgres'
   it('an operation sees what the operations before it in its batch did: a hold sent twice, a reconciliation opened, a key just used', async () => {
     const { accountId, keyId } = await account(orm, 1_000n);
     const [first, again, text] = [randomUUID(), randomUUID(), randomUUID()];
-    await applyBatchNow(orm, [{ accountId, ops: [hold(first, keyId, 10)] }], new Date());
+    await applyBatchNow(orm, [{ accountId, ops: [{ ...hold(first, keyId, 10), unit: 'million_tokens', text: true }] }], new Date());
     const lastUsed = async () => (await orm.em.fork().execute<{ t: string | null }[]>('select last_used_at as t from api_key where id = ?', [keyId]))[0]!.t;
     const used = await lastUsed();
     expect(used).toBeTruthy();
@@ -85,7 +81,7 @@ describe('the money batcher: many accounts in one transaction, on real Postgres'
           ops: [
             hold(again, keyId, 100),
             hold(again, keyId, 100), // the same request sent twice, both in this batch
-            { ...settle(first, 5), reconcile: true }, // succeeded without usage: the key awaits reconciliation
+            { ...settle(first, 5), reconcile: true }, // succeeded without usage: the minimum, and the key awaits reconciliation
             { ...hold(text, keyId, 1), text: true },
           ],
         },
@@ -95,10 +91,10 @@ describe('the money batcher: many accounts in one transaction, on real Postgres'
     expect(results).toEqual([
       { ok: true, held: '100', balance_after: '890' },
       { ok: true, replay: true, held: '100', balance_after: '890', code: null },
-      { ok: true, credit_charged: '5', balance_after: '895' },
+      { ok: true, credit_charged: '1', balance_after: '899', unit: 'million_tokens' },
       { ok: false, code: 'api_key_quota_reconciliation_required' },
     ]);
-    expect(await getBalance(orm.em.fork(), accountId)).toBe(895n);
+    expect(await getBalance(orm.em.fork(), accountId)).toBe(899n);
     // Last use has a minute's precision: the batch a moment later did not write it again.
     expect(await lastUsed()).toEqual(used);
   });

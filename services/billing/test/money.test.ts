@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { create } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { billingV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -8,6 +8,8 @@ import { getBalance } from '../src/domain/accounts.ts';
 import { setKeyLimit } from '../src/domain/key-limits.ts';
 import { resolveReconciliation } from '../src/domain/reconciliation.ts';
 import { releaseStaleHolds } from '../src/domain/hold-sweeper.ts';
+import { applyOps, type MoneyOp } from '../src/domain/money.ts';
+import { creditsFor, type BillingUnit } from '../src/domain/pricing.ts';
 import { RequestMoney } from '../src/domain/requests.ts';
 import { createLogger } from '@gw/service-kit';
 import { account, billingOrm, expectAuditClean, refusal } from './support.ts';
@@ -70,7 +72,7 @@ describe('request money (holds, settlements, refunds) on real Postgres', () => {
     // Sent again after its answer was lost, the earlier authorize finds its hold; the request it
     // belongs to passed auth in time and settles as usual.
     expect(await money.authorize(earlier)).toMatchObject({ held: 1n });
-    const settle = { requestId: earlier.requestId, accountId, unit: IMAGE, pricePerUnit: 1n, units: 1n };
+    const settle = { requestId: earlier.requestId, accountId, units: 1n };
     expect(await money.settle(create(billingV1.SettleRequestSchema, settle))).toEqual({ creditCharged: 1n, balanceAfter: 999n });
   });
 
@@ -78,7 +80,7 @@ describe('request money (holds, settlements, refunds) on real Postgres', () => {
     const { accountId, keyId } = await account(orm, 1_000n);
     const a = authorizeReq(accountId, keyId, { unit: IMAGE, pricePerUnit: 100n, worstUnits: 4n });
     expect(await money.authorize(a)).toEqual({ held: 400n, balanceAfter: 600n });
-    const settle = { requestId: a.requestId, accountId, unit: IMAGE, pricePerUnit: 100n, units: 1n };
+    const settle = { requestId: a.requestId, accountId, units: 1n };
     const first = await money.settle(create(billingV1.SettleRequestSchema, settle));
     expect(first).toEqual({ creditCharged: 100n, balanceAfter: 900n });
     expect(await money.settle(create(billingV1.SettleRequestSchema, { ...settle, units: 4n }))).toEqual(first);
@@ -95,7 +97,7 @@ describe('request money (holds, settlements, refunds) on real Postgres', () => {
     const { accountId, keyId } = await account(orm, 50_000n);
     const a = authorizeReq(accountId, keyId, { endpoint: 'videos/generations', unit: SECOND, pricePerUnit: 5_000n, worstUnits: 8n });
     await money.authorize(a);
-    await money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: SECOND, pricePerUnit: 5_000n, units: 8n }));
+    await money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, units: 8n }));
     expect(await getBalance(orm.em.fork(), accountId)).toBe(10_000n);
     const refunds = await Promise.all(
       Array.from({ length: 5 }, (_, i) =>
@@ -106,14 +108,52 @@ describe('request money (holds, settlements, refunds) on real Postgres', () => {
     expect(await getBalance(orm.em.fork(), accountId)).toBe(50_000n);
   });
 
-  it('charges text at max(1, ceil(tokens × price / 1e6)) and refuses a settle that does not match its hold', async () => {
+  it('charges text at max(1, ceil(tokens × price / 1e6)), at the price and unit stored with the hold', async () => {
     const { accountId, keyId } = await account(orm, 100n);
     const a = authorizeReq(accountId, keyId, { endpoint: 'chat/completions', unit: MILLION_TOKENS, pricePerUnit: 15_000n, worstUnits: 5_000n, text: true });
     expect((await money.authorize(a)).held).toBe(75n);
-    const wrongPrice = money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 1n, units: 10n }));
-    expect((await refusal(wrongPrice)).code).toBe('invalid_request');
-    const r = await money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 15_000n, units: 67n, inputTokens: 60n, outputTokens: 7n }));
+    const r = await money.settle(create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, units: 67n, inputTokens: 60n, outputTokens: 7n }));
     expect(r).toEqual({ creditCharged: 2n, balanceAfter: 98n });
+    const usage = await orm.em.fork().execute<{ total_tokens: string; images: number; credits: string }[]>(
+      'select "total_tokens"::text, "images", "credits"::text from "usage_record" where "request_id" = ?',
+      [a.requestId],
+    );
+    expect(usage).toEqual([{ total_tokens: '67', images: 0, credits: '2' }]);
+  });
+
+  it('a settle cannot choose its price: a price or unit sent by an older caller (fields 3 and 4) is ignored', async () => {
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const a = authorizeReq(accountId, keyId, { unit: IMAGE, pricePerUnit: 100n, worstUnits: 2n });
+    await money.authorize(a);
+    // The wire bytes of an older SettleRequest: its fields plus unit = SECOND (3) and price_per_unit = 1 (4).
+    const current = toBinary(billingV1.SettleRequestSchema, create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, units: 2n }));
+    const old = fromBinary(billingV1.SettleRequestSchema, new Uint8Array([...current, 3 << 3, 3, 4 << 3, 1]));
+    expect(await money.settle(old)).toEqual({ creditCharged: 200n, balanceAfter: 800n });
+  });
+
+  it('the settle\'s rule (credits_for in SQL) is the hold\'s rule (creditsFor): equal on every case, far past int64', async () => {
+    const cases: Array<[BillingUnit, bigint, bigint]> = [];
+    for (const unit of ['million_tokens', 'image', 'second'] as const) {
+      for (const q of [0n, 1n, 66n, 67n, 999_999n, 1_000_001n, 123_456_789n, 9_007_199_254_740_993n]) {
+        for (const p of [0n, 1n, 15_000n, 75_000n, 9_223_372_036_854_775_807n]) cases.push([unit, q, p]);
+      }
+    }
+    const rows = await orm.em
+      .fork()
+      .execute<{ c: string }[]>(
+        `select "credits_for"(c->>0, (c->>1)::numeric, (c->>2)::numeric)::text as c from jsonb_array_elements(?::jsonb) with ordinality as t(c, i) order by i`,
+        [JSON.stringify(cases.map((c) => c.map(String)))],
+      );
+    expect(rows.map((r) => BigInt(r.c))).toEqual(cases.map(([u, q, p]) => creditsFor(u, q, p)));
+  });
+
+  it('apply_ops prices a settle from its hold: a charge, price or unit in the operation changes nothing', async () => {
+    const { accountId, keyId } = await account(orm, 1_000n);
+    const a = authorizeReq(accountId, keyId, { unit: SECOND, pricePerUnit: 7n, worstUnits: 10n });
+    await money.authorize(a);
+    const forged = { op: 'settle', request_id: a.requestId, units: '4', input_tokens: '0', output_tokens: '0', reconcile: false, unit: 'image', price: '1', charge: '0' };
+    const [r] = await applyOps(orm.em.fork(), accountId, [forged as MoneyOp], new Date());
+    expect(r).toMatchObject({ ok: true, credit_charged: '28', balance_after: '972', unit: 'second' });
   });
 });
 
@@ -134,7 +174,7 @@ describe('per-key limits, windows and reconciliation', () => {
   const nextDayNextMonth = new Date('2026-03-31T17:30:00Z'); // 00:30 on 1 April local time
 
   async function settleImage(accountId: string, requestId: string, units = 1n) {
-    return money.settle(create(billingV1.SettleRequestSchema, { requestId, accountId, unit: IMAGE, pricePerUnit: 1n, units }));
+    return money.settle(create(billingV1.SettleRequestSchema, { requestId, accountId, units }));
   }
 
   it.each(['daily', 'monthly', 'lifetime'] as const)('requests limit, %s window, with rollover', async (period) => {
@@ -197,7 +237,7 @@ describe('per-key limits, windows and reconciliation', () => {
     expect(reserved.details).toEqual({ limit_type: 'tokens', period: 'daily' });
     expect(reserved.message).toMatch(/counting the worst case of its requests still in progress/);
     const settleText = (requestId: string, units: bigint) =>
-      money.settle(create(billingV1.SettleRequestSchema, { requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 1_000n, units }));
+      money.settle(create(billingV1.SettleRequestSchema, { requestId, accountId, units }));
     await settleText(a.requestId, 30n);
     await settleText(b.requestId, 20n);
     const c = text(500n); // 50 used < 100: allowed, although its own worst case is large
@@ -214,7 +254,7 @@ describe('per-key limits, windows and reconciliation', () => {
     const a = authorizeReq(accountId, keyId, { endpoint: 'chat/completions', unit: MILLION_TOKENS, pricePerUnit: 15_000n, worstUnits: 10_000n, text: true });
     await money.authorize(a);
     const settled = await money.settle(
-      create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, unit: MILLION_TOKENS, pricePerUnit: 15_000n, units: 0n, reconcile: true }),
+      create(billingV1.SettleRequestSchema, { requestId: a.requestId, accountId, units: 0n, reconcile: true }),
     );
     expect(settled).toEqual({ creditCharged: 1n, balanceAfter: 999n });
     const blocked = await refusal(money.authorize(authorizeReq(accountId, keyId, { unit: MILLION_TOKENS, pricePerUnit: 1n, worstUnits: 1n, text: true })));

@@ -89,7 +89,7 @@ export class FakeBilling implements BillingPort {
     this.#fault('settle', 'before');
     const hold = this.#hold(req.requestId!, req.accountId!);
     if (hold.status === 'open') {
-      const charge = req.units! * req.pricePerUnit!;
+      const charge = req.units! * hold.price; // the price stored with the hold, as billing does
       this.balances.set(hold.accountId, this.balance(hold.accountId) + hold.amount - charge);
       Object.assign(hold, { status: 'settled', charged: charge });
     }

@@ -25,14 +25,10 @@ export type MoneyOp =
   | {
       op: 'settle';
       request_id: string;
-      unit: BillingUnit;
-      price: string;
-      charge: string;
+      /** Billable quantity in the hold's unit; priced at the hold's price. */
+      units: string;
       input_tokens: string;
       output_tokens: string;
-      total_tokens: string;
-      images: number;
-      seconds: number;
       reconcile: boolean;
     }
   | { op: 'release'; request_id: string }
@@ -50,6 +46,8 @@ export interface MoneyResult {
   credit_charged?: string;
   credit_refunded?: string;
   replay?: boolean;
+  /** A settle's unit (the hold's). */
+  unit?: BillingUnit;
 }
 
 const MESSAGES: Record<string, string> = {

@@ -81,29 +81,26 @@ export class RequestMoney {
     return { held: BigInt(r.held ?? amount), balanceAfter: BigInt(r.balance_after!) };
   }
 
+  /**
+   * Charges the usage at the price and unit stored with the hold (`apply_ops`): the caller says
+   * what was used, never what it costs. Success without usage (`reconcile`) is charged the minimum
+   * (DECISIONS.md) and marks the key.
+   */
   async settle(req: billingV1.SettleRequest): Promise<{ creditCharged: bigint; balanceAfter: bigint }> {
     need(req.requestId, 'request_id');
-    const unit = unitOf(req.unit);
-    if (req.units < 0n) throw new GatewayError('invalid_request', 'Units must be non-negative.');
-    // Success without usage is charged the minimum (DECISIONS.md) and marks the key.
-    const charge = creditsFor(unit, req.reconcile ? 0n : req.units, req.pricePerUnit);
+    if (req.units < 0n || req.inputTokens < 0n || req.outputTokens < 0n) throw new GatewayError('invalid_request', 'Units and tokens must be non-negative.');
     const r = ok(
       await this.#batcher.submit(req.accountId, {
         op: 'settle',
         request_id: req.requestId,
-        unit,
-        price: req.pricePerUnit.toString(),
-        charge: charge.toString(),
+        units: req.units.toString(),
         input_tokens: req.inputTokens.toString(),
         output_tokens: req.outputTokens.toString(),
-        total_tokens: unit === 'million_tokens' ? req.units.toString() : '0',
-        images: unit === 'image' ? Number(req.units) : 0,
-        seconds: unit === 'second' ? Number(req.units) : 0,
         reconcile: req.reconcile,
       }),
     );
     // A replayed settle charged nothing new.
-    if (!r.replay) this.#charged?.add(Number(r.credit_charged), { unit });
+    if (!r.replay) this.#charged?.add(Number(r.credit_charged), { unit: r.unit });
     return { creditCharged: BigInt(r.credit_charged!), balanceAfter: BigInt(r.balance_after!) };
   }
 

@@ -86,8 +86,6 @@ export async function settleHold(
     calls.money.settle({
       requestId: hold.requestId,
       accountId: hold.accountId,
-      unit: hold.unit,
-      pricePerUnit: hold.price,
       units: usage.units,
       inputTokens: usage.inputTokens ?? 0n,
       outputTokens: usage.outputTokens ?? 0n,

@@ -32,15 +32,13 @@ export async function authorizeCharge(billing: BillingPort, job: ChargeFacts): P
 }
 
 /**
- * Turns the hold into the charge. Idempotent: on a settled hold it answers the charge again, on a
+ * Turns the hold into the charge: the duration, at the price stored with the hold. Idempotent: on a settled hold it answers the charge again, on a
  * released one a charge of 0, and on no hold at all `not_found`.
  */
 export async function settleCharge(billing: BillingPort, job: ChargeFacts): Promise<{ creditCharged: bigint; balanceAfter: bigint }> {
   const res = await billing.settle({
     requestId: job.id,
     accountId: job.accountId,
-    unit: billingV1.BillingUnit.SECOND,
-    pricePerUnit: job.pricePerSecond,
     units: BigInt(job.durationSeconds),
   });
   return { creditCharged: res.creditCharged, balanceAfter: res.balanceAfter };

@@ -33,6 +33,8 @@ declare
   v_fail jsonb;
   v_amount bigint;
   v_charge bigint;
+  v_units numeric;
+  v_tokens bigint;
   v_delta bigint;
   v_req text;
   v_key uuid;
@@ -183,16 +185,16 @@ begin
           'credit_charged', coalesce(v_hold."charged", 0)::text, 'balance_after', v_hold."balance_after"::text);
         continue;
       end if;
-      if v_op->>'op' = 'settle' and (v_op->>'unit' is distinct from v_hold."unit"
-                                     or (v_op->>'price')::bigint is distinct from v_hold."price") then
-        v_results := v_results || jsonb_build_object('ok', false, 'code', 'invalid_request');
-        continue;
-      end if;
-      v_charge := case when v_op->>'op' = 'settle' then (v_op->>'charge')::bigint else 0 end;
-      -- The hold is the worst case; a charge above it takes at most what the wallet still has.
-      if v_charge > v_hold."amount" + v_balance then
-        v_charge := v_hold."amount" + v_balance;
-      end if;
+      -- The charge is the usage at the price and unit stored with the hold: the caller sends usage
+      -- only. Success without usage (reconcile) is charged as zero units: the minimum.
+      v_units := case when v_op->>'op' = 'settle' and not coalesce((v_op->>'reconcile')::boolean, false)
+                      then coalesce((v_op->>'units')::numeric, 0) else 0 end;
+      v_tokens := case when v_hold."unit" = 'million_tokens' then v_units::bigint else 0 end;
+      -- The hold is the worst case; a charge above it takes at most what the wallet still has
+      -- (compared in numeric, so no usage can overflow it).
+      v_charge := case when v_op->>'op' = 'settle'
+                       then least("credits_for"(v_hold."unit", v_units, v_hold."price"), v_hold."amount" + v_balance)
+                       else 0 end;
       v_delta := v_hold."amount" - v_charge;
       v_balance := v_balance + v_delta;
       update "hold" set "status" = case when v_op->>'op' = 'settle' then 'settled' else 'released' end,
@@ -205,7 +207,7 @@ begin
         -- Settle against the windows the hold was counted in, even across midnight.
         update "key_usage_window" u
            set "spent" = u."spent" - v_delta,
-               "tokens" = u."tokens" + coalesce((v_op->>'total_tokens')::bigint, 0),
+               "tokens" = u."tokens" + v_tokens,
                "tokens_reserved" = greatest(0, u."tokens_reserved" - v_hold."worst_tokens"),
                "requests" = u."requests" - case when v_op->>'op' = 'release' then 1 else 0 end
          where u."key_id" = v_hold."key_id"
@@ -217,13 +219,14 @@ begin
                                     "output_tokens", "total_tokens", "images", "seconds", "credits", "created_at")
           values (v_req, p_account, v_hold."key_id", v_hold."model", v_hold."endpoint",
                   coalesce((v_op->>'input_tokens')::bigint, 0), coalesce((v_op->>'output_tokens')::bigint, 0),
-                  coalesce((v_op->>'total_tokens')::bigint, 0), coalesce((v_op->>'images')::int, 0),
-                  coalesce((v_op->>'seconds')::int, 0), v_charge, p_now);
+                  v_tokens, case when v_hold."unit" = 'image' then least(v_units, 2147483647)::int else 0 end,
+                  case when v_hold."unit" = 'second' then least(v_units, 2147483647)::int else 0 end, v_charge, p_now);
         if coalesce((v_op->>'reconcile')::boolean, false) and v_hold."key_id" is not null then
           insert into "reconciliation" ("key_id", "request_id", "marked_at") values (v_hold."key_id", v_req, p_now);
         end if;
       end if;
-      v_results := v_results || jsonb_build_object('ok', true, 'credit_charged', v_charge::text, 'balance_after', v_balance::text);
+      v_results := v_results || jsonb_build_object('ok', true, 'credit_charged', v_charge::text, 'balance_after', v_balance::text,
+                                                   'unit', v_hold."unit");
 
     elsif v_op->>'op' = 'refund' then
       select * into v_hold from "hold" where "request_id" = v_req and "account_id" = p_account;

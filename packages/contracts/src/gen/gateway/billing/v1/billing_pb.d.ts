@@ -157,7 +157,8 @@ export declare type AuthorizeResponse = Message<"gateway.billing.v1.AuthorizeRes
 export declare const AuthorizeResponseSchema: GenMessage<AuthorizeResponse>;
 
 /**
- * SettleRequest reports what the request actually used.
+ * SettleRequest reports what the request actually used; billing prices it at the unit and price
+ * stored with the hold (the caller sends usage only).
  *
  * @generated from message gateway.billing.v1.SettleRequest
  */
@@ -177,21 +178,7 @@ export declare type SettleRequest = Message<"gateway.billing.v1.SettleRequest"> 
   accountId: string;
 
   /**
-   * Unit of the price; must match the authorization.
-   *
-   * @generated from field: gateway.billing.v1.BillingUnit unit = 3;
-   */
-  unit: BillingUnit;
-
-  /**
-   * Price per unit; must match the authorization.
-   *
-   * @generated from field: int64 price_per_unit = 4;
-   */
-  pricePerUnit: bigint;
-
-  /**
-   * Billable quantity (tokens incl. cache tokens, images returned, seconds).
+   * Billable quantity in the hold's unit (tokens incl. cache tokens, images returned, seconds).
    *
    * @generated from field: int64 units = 5;
    */
@@ -2394,7 +2381,8 @@ export declare const BillingService: GenService<{
     output: typeof AuthorizeResponseSchema;
   },
   /**
-   * Settles a hold to the actual cost; the unused part returns to the wallet. Idempotent.
+   * Settles a hold to the actual cost: the usage sent, at the price and unit stored with the
+   * hold. The unused part returns to the wallet. Idempotent.
    *
    * @generated from rpc gateway.billing.v1.BillingService.Settle
    */
