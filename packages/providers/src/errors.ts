@@ -12,17 +12,20 @@ export class ProviderError extends GatewayError {
   readonly provider: string;
   /** Upstream HTTP status when there was one. */
   readonly upstreamStatus: number | undefined;
+  /** How long the provider asked to be left alone (its `Retry-After` on a 429 or 503), in ms. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(
     code: ErrorCode,
     message: string,
-    opts: { provider: string; retryable: boolean; upstreamStatus?: number; cause?: unknown },
+    opts: { provider: string; retryable: boolean; upstreamStatus?: number; retryAfterMs?: number; cause?: unknown },
   ) {
     super(code, message);
     this.name = 'ProviderError';
     this.retryable = opts.retryable;
     this.provider = opts.provider;
     this.upstreamStatus = opts.upstreamStatus;
+    this.retryAfterMs = opts.retryAfterMs;
     if (opts.cause !== undefined) this.cause = opts.cause;
   }
 
@@ -33,6 +36,7 @@ export class ProviderError extends GatewayError {
       provider: this.provider,
       retryable: false,
       ...(this.upstreamStatus === undefined ? {} : { upstreamStatus: this.upstreamStatus }),
+      ...(this.retryAfterMs === undefined ? {} : { retryAfterMs: this.retryAfterMs }),
       cause: this.cause,
     });
   }
@@ -77,12 +81,27 @@ export function upstreamMessage(body: unknown): string | undefined {
   return typeof message === 'string' ? message : undefined;
 }
 
+/**
+ * A `Retry-After` header (delta seconds or an HTTP date) or OpenAI's `retry-after-ms`, in ms;
+ * undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | undefined, valueMs: string | undefined, now: number = Date.now()): number | undefined {
+  const ms = Number(valueMs);
+  if (valueMs !== undefined && Number.isFinite(ms) && ms >= 0) return Math.round(ms);
+  if (value === undefined || value.trim() === '') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.round(seconds * 1000) : undefined;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
 /** Maps a non-2xx upstream answer. `bodyText` is the (bounded) raw body. */
 export function errorFromStatus(
   provider: string,
   status: number,
   bodyText: string,
   secrets: readonly string[],
+  retryAfterMs?: number,
 ): ProviderError {
   let parsed: unknown;
   try {
@@ -91,7 +110,9 @@ export function errorFromStatus(
     parsed = undefined;
   }
   const detail = upstreamMessage(parsed);
-  const base = { provider, upstreamStatus: status };
+  // Only a 429 or a 503 asks for a rest; elsewhere the header means nothing to route health.
+  const rest = retryAfterMs !== undefined && (status === 429 || status === 503) ? { retryAfterMs } : {};
+  const base = { provider, upstreamStatus: status, ...rest };
   if (status === 429) {
     return new ProviderError('upstream_rate_limited', `The upstream provider is rate limiting requests`, {
       ...base,

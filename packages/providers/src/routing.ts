@@ -1,5 +1,6 @@
 import { GatewayError } from '@gw/errors';
 import { ProviderError } from './errors.ts';
+import { LocalRouteHealth, type RouteHealth } from './route-health.ts';
 
 /** One live way to serve a model: a provider and the model id it knows it by. */
 export interface Route {
@@ -12,9 +13,11 @@ export interface Route {
 }
 
 export interface RouterOptions {
-  /** Consecutive retryable failures after which a route cools down. Default 3. */
+  /** The routes' health; without it, a `LocalRouteHealth` of this router's own. */
+  health?: RouteHealth;
+  /** For the local health: consecutive retryable failures after which a route cools down. Default 3. */
   failureThreshold?: number;
-  /** How long a cooled-down route is skipped. Default 30 s. */
+  /** For the local health: how long a cooled-down route is skipped. Default 30 s. */
   coolDownMs?: number;
   /** Clock in ms (injected by tests). */
   now?: () => number;
@@ -22,86 +25,79 @@ export interface RouterOptions {
   random?: () => number;
 }
 
-interface RouteHealth {
-  failures: number;
-  coolUntil: number;
-}
-
 /** Weighted random order without replacement: each pick is proportional to the remaining weights. */
-function weightedShuffle<R extends Route>(routes: readonly R[], random: () => number): R[] {
-  const pool = [...routes];
+function weightedShuffle<R extends Route>(routes: readonly R[], random: () => number, weightOf: (route: R) => number = (route) => route.weight): R[] {
+  const pool = routes.map((route) => ({ route, weight: Math.max(0, weightOf(route)) }));
   const out: R[] = [];
   while (pool.length > 0) {
-    const total = pool.reduce((sum, route) => sum + Math.max(0, route.weight), 0);
-    if (total <= 0) return [...out, ...pool];
+    const total = pool.reduce((sum, entry) => sum + entry.weight, 0);
+    if (total <= 0) return [...out, ...pool.map((entry) => entry.route)];
     let point = random() * total;
-    let index = pool.findIndex((route) => (point -= Math.max(0, route.weight)) < 0);
+    let index = pool.findIndex((entry) => (point -= entry.weight) < 0);
     // Rounding can leave `point` a hair above zero at the end: take the last weighted route.
-    if (index === -1) index = pool.findLastIndex((route) => route.weight > 0);
-    out.push(...pool.splice(index, 1));
+    if (index === -1) index = pool.findLastIndex((entry) => entry.weight > 0);
+    out.push(...pool.splice(index, 1).map((entry) => entry.route));
   }
   return out;
 }
 
-/** Lowest priority first; weighted random among equal priorities. */
-export function orderRoutes<R extends Route>(routes: readonly R[], random: () => number = Math.random): R[] {
+/**
+ * Lowest priority first; weighted random among equal priorities. `factors` adjusts the configured
+ * weights of a group of equal priority (route health's recent latency and errors).
+ */
+export function orderRoutes<R extends Route>(routes: readonly R[], random: () => number = Math.random, factors?: (group: readonly R[]) => number[]): R[] {
   const priorities = [...new Set(routes.map((route) => route.priority))].sort((a, b) => a - b);
-  return priorities.flatMap((priority) =>
-    weightedShuffle(
-      routes.filter((route) => route.priority === priority),
-      random,
-    ),
-  );
-}
-
-function routeKey(route: Route): string {
-  return `${route.provider}\u0000${route.upstreamModel}`;
+  return priorities.flatMap((priority) => {
+    const group = routes.filter((route) => route.priority === priority);
+    if (!factors || group.length < 2) return weightedShuffle(group, random);
+    const adjusted = new Map(group.map((route, i) => [route, route.weight * (factors(group)[i] ?? 1)]));
+    return weightedShuffle(group, random, (route) => adjusted.get(route) ?? route.weight);
+  });
 }
 
 /**
  * Picks routes and falls back between them. A retryable failure (nothing reached the client, the
- * provider is at fault) moves on to the next route; a route failing `failureThreshold` times in a row
- * is skipped for `coolDownMs`, after which one more failure cools it again until a success resets it.
+ * provider is at fault) moves on to the next route. Which routes may be tried, and how their
+ * weights are adjusted, is the route health's to say; every attempt's outcome is reported to it.
  */
 export class FallbackRouter {
-  readonly #threshold: number;
-  readonly #coolDownMs: number;
+  readonly health: RouteHealth;
   readonly #now: () => number;
   readonly #random: () => number;
-  readonly #health = new Map<string, RouteHealth>();
 
   constructor(opts: RouterOptions = {}) {
-    this.#threshold = opts.failureThreshold ?? 3;
-    this.#coolDownMs = opts.coolDownMs ?? 30_000;
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? Math.random;
+    this.health =
+      opts.health ??
+      new LocalRouteHealth({
+        now: this.#now,
+        ...(opts.failureThreshold === undefined ? {} : { failureThreshold: opts.failureThreshold }),
+        ...(opts.coolDownMs === undefined ? {} : { coolDownMs: opts.coolDownMs }),
+      });
   }
 
   isCoolingDown(route: Route): boolean {
-    const health = this.#health.get(routeKey(route));
-    return health !== undefined && health.coolUntil > this.#now();
+    return !this.health.usable(route);
   }
 
-  /** When the first of these routes, all cooling down, is back. */
-  #coolsUntil(routes: readonly Route[]): number {
-    return Math.min(...routes.map((route) => this.#health.get(routeKey(route))?.coolUntil ?? 0));
-  }
-
-  /** The routes to try, in order, without those cooling down. */
+  /** The routes to try, in order, without those the health rests. */
   order<R extends Route>(routes: readonly R[]): R[] {
+    const factors = this.health.weightFactors?.bind(this.health);
     return orderRoutes(
-      routes.filter((route) => !this.isCoolingDown(route)),
+      routes.filter((route) => this.health.usable(route)),
       this.#random,
+      factors,
     );
   }
 
-  /** Why none of these routes can be tried now (none, or every one cooling down); undefined when one can. */
+  /** Why none of these routes can be tried now (none, or every one resting); undefined when one can. */
   unavailable(routes: readonly Route[]): GatewayError | undefined {
     if (routes.length === 0) return new GatewayError('model_temporarily_unavailable', 'No provider currently serves this model');
-    if (routes.some((route) => !this.isCoolingDown(route))) return undefined;
+    if (routes.some((route) => this.health.usable(route))) return undefined;
     // The caller may stop offering the model until then (the gateway hides it from its listing).
-    return new GatewayError('model_temporarily_unavailable', 'Every provider of this model is cooling down after repeated failures', {
-      retry_after_seconds: Math.max(1, Math.ceil((this.#coolsUntil(routes) - this.#now()) / 1000)),
+    return new GatewayError('model_temporarily_unavailable', 'Every provider of this model is resting after repeated failures', {
+      retry_after_seconds: this.health.retryAfterSeconds(routes),
     });
   }
 
@@ -109,6 +105,7 @@ export class FallbackRouter {
    * Runs `attempt` on the routes in order until one succeeds. Stops at once on a non-retryable
    * error (the request's own fault), on anything that is not a `ProviderError` (such as the
    * caller's abort) and when `signal` is aborted. When every route fails, the last error is thrown.
+   * `account` is the caller's, so that health can tell one account's failures from a provider's.
    * `countFailures: false` leaves route health alone on failure: for a caller trying the same work
    * again (a video job resubmitted), so that one piece of work failing over and over does not keep
    * a route cooling down for everyone.
@@ -116,21 +113,23 @@ export class FallbackRouter {
   async withFallback<R extends Route, T>(
     routes: readonly R[],
     attempt: (route: R) => Promise<T>,
-    opts: { signal?: AbortSignal; countFailures?: boolean } = {},
+    opts: { signal?: AbortSignal; countFailures?: boolean; account?: string } = {},
   ): Promise<T> {
     const refusal = this.unavailable(routes);
     if (refusal) throw refusal;
     const ordered = this.order(routes);
+    const account = opts.account ?? '';
     let lastError: unknown;
     for (const route of ordered) {
       opts.signal?.throwIfAborted();
+      const started = this.#now();
       try {
         const result = await attempt(route);
-        this.#health.delete(routeKey(route));
+        this.health.record({ route, ok: true, account, latencyMs: this.#now() - started });
         return result;
       } catch (err) {
         if (!(err instanceof ProviderError) || !err.retryable || opts.signal?.aborted === true) throw err;
-        if (opts.countFailures !== false) this.recordFailure(route);
+        if (opts.countFailures !== false) this.health.record({ route, ok: false, account, latencyMs: this.#now() - started, error: err });
         lastError = err;
       }
     }
@@ -139,13 +138,9 @@ export class FallbackRouter {
 
   /**
    * Counts a failure seen outside `withFallback` (e.g. a stream that broke after it was handed
-   * over), so such a route cools down too.
+   * over), so such a route's health knows of it too.
    */
-  recordFailure(route: Route): void {
-    const key = routeKey(route);
-    const health = this.#health.get(key) ?? { failures: 0, coolUntil: 0 };
-    health.failures += 1;
-    if (health.failures >= this.#threshold) health.coolUntil = this.#now() + this.#coolDownMs;
-    this.#health.set(key, health);
+  recordFailure(route: Route, account = '', error?: ProviderError): void {
+    this.health.record({ route, ok: false, account, latencyMs: 0, ...(error ? { error } : {}) });
   }
 }

@@ -3,7 +3,7 @@ import type { Dispatcher, FormData } from 'undici';
 import { ERROR_BODY_LIMIT, JSON_BODY_LIMIT, discard, readBounded, readErrorText } from './body.ts';
 import type { ResponseBody } from './body.ts';
 import { CallSignal } from './call-signal.ts';
-import { ProviderError, errorFromStatus, errorFromStreamEvent, malformed } from './errors.ts';
+import { ProviderError, errorFromStatus, errorFromStreamEvent, malformed, parseRetryAfter } from './errors.ts';
 import { isRecord } from './json.ts';
 import { SseFormatError, parseSse } from './sse.ts';
 import type { StreamRules } from './stream-rules.ts';
@@ -222,7 +222,8 @@ export class HttpClient {
   async #ensureOk(res: Dispatcher.ResponseData): Promise<void> {
     if (res.statusCode >= 200 && res.statusCode < 300) return;
     const text = await readErrorText(res.body);
-    throw errorFromStatus(this.provider, res.statusCode, text, this.#secrets);
+    const retryAfterMs = parseRetryAfter(header(res.headers, 'retry-after'), header(res.headers, 'retry-after-ms'));
+    throw errorFromStatus(this.provider, res.statusCode, text, this.#secrets, retryAfterMs);
   }
 
   #parseJson(bytes: Buffer): unknown {

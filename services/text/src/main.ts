@@ -1,27 +1,55 @@
 import { textV1 } from '@gw/contracts';
-import { FallbackRouter, ProviderRegistry } from '@gw/providers';
+import { FallbackRouter, ProviderRegistry, RouteHealthBoard } from '@gw/providers';
 import { BytesBudget, loadConfig, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { textHandler } from './grpc/text.handler.ts';
+import { probeWith } from './health/probe.ts';
+import { SharedRouteHealth } from './health/shared-route-health.ts';
 
 const env = loadConfig(
   z.object({
-    /** Consecutive upstream failures after which a route cools down. */
-    ROUTE_FAILURE_THRESHOLD: z.coerce.number().int().positive().default(3),
-    ROUTE_COOL_DOWN_MS: z.coerce.number().int().positive().default(30_000),
+    /** Route health (docs/routing.md): the evidence window, and what in it opens a route. */
+    ROUTE_WINDOW_MS: z.coerce.number().int().positive().default(30_000),
+    ROUTE_MIN_FAILURES: z.coerce.number().int().positive().default(5),
+    ROUTE_ERROR_RATE: z.coerce.number().gt(0).max(1).default(0.5),
+    ROUTE_MIN_ACCOUNTS: z.coerce.number().int().positive().default(3),
+    /** The first probe of an open route, doubling per failed probe up to the maximum. */
+    ROUTE_PROBE_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
+    ROUTE_MAX_PROBE_INTERVAL_MS: z.coerce.number().int().positive().default(5_000),
+    ROUTE_PROBE_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    /** The longest rest an upstream Retry-After imposes. */
+    ROUTE_MAX_REST_MS: z.coerce.number().int().positive().default(300_000),
+    /** A streamed answer's first-event deadline per route, for models that set none. */
+    FIRST_BYTE_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** Request body bytes held at once, from every gateway: a request costs 4 to 6 times its body in memory (pod limit 768 MiB). */
     BODY_BUDGET_BYTES: z.coerce.number().int().positive().default(96 * 1024 * 1024),
   }),
 );
 const providers = ProviderRegistry.fromEnv();
 const budget = new BytesBudget({ totalBytes: env.BODY_BUDGET_BYTES, perOwnerBytes: env.BODY_BUDGET_BYTES });
-const router = new FallbackRouter({ failureThreshold: env.ROUTE_FAILURE_THRESHOLD, coolDownMs: env.ROUTE_COOL_DOWN_MS });
+const board = new RouteHealthBoard({
+  policy: {
+    windowMs: env.ROUTE_WINDOW_MS,
+    minFailures: env.ROUTE_MIN_FAILURES,
+    errorRate: env.ROUTE_ERROR_RATE,
+    minAccounts: env.ROUTE_MIN_ACCOUNTS,
+    probeIntervalMs: env.ROUTE_PROBE_INTERVAL_MS,
+    maxProbeIntervalMs: env.ROUTE_MAX_PROBE_INTERVAL_MS,
+    probeTimeoutMs: env.ROUTE_PROBE_TIMEOUT_MS,
+    maxRestMs: env.ROUTE_MAX_REST_MS,
+  },
+});
+const router = new FallbackRouter({ health: board });
 
 await runGrpcService({
   name: 'text',
   defaultPort: 50053,
-  register: ({ onStop }) => {
+  register: ({ env: serviceEnv, logger, meter, whenNats, onStop }) => {
+    const health = new SharedRouteHealth({ board, probe: probeWith(providers), logger, meter, namespace: serviceEnv.EVENTS_NAMESPACE });
+    health.run();
+    whenNats((nats) => health.attach(nats));
+    onStop(() => health.stop());
     onStop(() => providers.close());
-    return [[textV1.TextService, textHandler({ providers, router, now: Date.now }, budget)]];
+    return [[textV1.TextService, textHandler({ providers, router, now: Date.now, firstByteTimeoutMs: env.FIRST_BYTE_TIMEOUT_MS }, budget, () => health.list())]];
   },
 });

@@ -10,6 +10,8 @@ export interface TextDeps {
   providers: ProviderRegistry;
   router: FallbackRouter;
   now: () => number;
+  /** A streamed answer's first-event deadline per route when the request names none (ms). */
+  firstByteTimeoutMs: number;
 }
 
 type Json = Record<string, unknown>;
@@ -107,7 +109,7 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
       }
       return { dialect: upstreamDialect, answer: res.body, provider: adapter.name };
     },
-    { signal },
+    { signal, account: req.accountId },
   );
   const out = translated(() => translateResponse(dialect, client, answer, ctx));
   return create(textV1.GenerateResponseSchema, {
@@ -142,8 +144,9 @@ function end(init: { usage?: Usage; errorCode?: string; errorMessage?: string; p
 }
 
 /**
- * A streamed answer. The first route whose first event arrives wins (a failure before that falls
- * back, and reaches the gateway as an error before any frame, so the client gets an HTTP error).
+ * A streamed answer. The first route whose first event arrives wins (a failure before that, or no
+ * event within the first-byte deadline, falls back; when every route fails it reaches the gateway
+ * as an error before any frame, so the client gets an HTTP error).
  * After that, upstream events are translated into the client's protocol; a failure mid-stream
  * ends the stream with its error code (the gateway renders the protocol's error event and
  * charges nothing when no usage came).
@@ -158,11 +161,20 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, dialect, body, route, true, req.defaultMaxOutputTokens);
-      const res = await adapter.text(dialect, upstream, { stream: true, signal, requestId: req.requestId, usage: () => tokens(streamUsage?.()), ...nativeHeaders(client, dialect, req) });
+      // The first-byte deadline: a route that has sent no event by then is left for the next,
+      // nothing having reached the client.
+      const res = await adapter.text(dialect, upstream, {
+        stream: true,
+        signal,
+        requestId: req.requestId,
+        timeoutMs: req.firstByteTimeoutMs > 0 ? req.firstByteTimeoutMs : deps.firstByteTimeoutMs,
+        usage: () => tokens(streamUsage?.()),
+        ...nativeHeaders(client, dialect, req),
+      });
       if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
       return { route, dialect, events: res.events, provider: adapter.name };
     },
-    { signal },
+    { signal, account: req.accountId },
   );
   const translator = createStreamTranslator(started.dialect, client, ctx);
   streamUsage = () => translator.usage();
@@ -181,7 +193,7 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
     yield end({ ...(usage ? { usage } : {}), provider: started.provider });
   } catch (err) {
     if (signal.aborted) throw err;
-    if (isProviderError(err)) deps.router.recordFailure(started.route);
+    if (isProviderError(err)) deps.router.recordFailure(started.route, req.accountId, err);
     const code = err instanceof GatewayError ? err.code : 'upstream_error';
     const message = err instanceof GatewayError ? err.message : 'The upstream provider stream failed.';
     yield end({ errorCode: code, errorMessage: message, provider: started.provider });
@@ -202,6 +214,6 @@ export async function countTokens(deps: TextDeps, req: textV1.CountTokensRequest
       const upstream = upstreamBody(client, dialect, body, route, false, 0);
       return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId, ...nativeHeaders(client, dialect, req) });
     },
-    { signal },
+    { signal, account: req.accountId },
   );
 }

@@ -42,7 +42,7 @@ async function* asExchangeItems(items: AsyncIterable<textV1.GenerateStreamRespon
 }
 
 /** The TextService rpcs; the call's cancellation aborts the upstream call. */
-export function textHandler(deps: TextDeps, budget: BytesBudget): ServiceImpl<MethodsOf<typeof textV1.TextService>> {
+export function textHandler(deps: TextDeps, budget: BytesBudget, routeHealth: () => textV1.RouteHealth[] = () => []): ServiceImpl<MethodsOf<typeof textV1.TextService>> {
   return {
     generate: (req, ctx) => within(budget, req.body, () => generate(deps, req, ctx.signal)),
     exchange: (call, ctx) =>
@@ -59,5 +59,6 @@ export function textHandler(deps: TextDeps, budget: BytesBudget): ServiceImpl<Me
       }),
     generateStream: (req, ctx) => streamWithin(deps, budget, req, ctx.signal),
     countTokens: (req, ctx) => within(budget, req.body, async () => ({ inputTokens: BigInt(await countTokens(deps, req, ctx.signal)) })),
+    listRouteHealth: async () => ({ routes: routeHealth() }),
   };
 }

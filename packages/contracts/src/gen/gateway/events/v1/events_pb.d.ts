@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
+import type { RouteHealth, RouteState } from "../../text/v1/text_pb.js";
 
 /**
  * Describes the file gateway/events/v1/events.proto.
@@ -354,4 +355,41 @@ export declare type RefundCompleted = Message<"gateway.events.v1.RefundCompleted
  * Use `create(RefundCompletedSchema)` to create a new message.
  */
 export declare const RefundCompletedSchema: GenMessage<RefundCompleted>;
+
+/**
+ * RouteHealthChanged is published on `text.route.opened` when a text route stops taking client
+ * requests (errors across accounts, a failed probe, an upstream Retry-After) and on
+ * `text.route.closed` when it takes them again (a probe succeeded). Gateways leave a model whose
+ * routes are all open out of their listing. See docs/routing.md.
+ *
+ * @generated from message gateway.events.v1.RouteHealthChanged
+ */
+export declare type RouteHealthChanged = Message<"gateway.events.v1.RouteHealthChanged"> & {
+  /**
+   * Unique event id (`<route key>:<KV revision>`).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The route's new state and evidence.
+   *
+   * @generated from field: gateway.text.v1.RouteHealth route = 2;
+   */
+  route?: RouteHealth | undefined;
+
+  /**
+   * The state before.
+   *
+   * @generated from field: gateway.text.v1.RouteState previous_state = 3;
+   */
+  previousState: RouteState;
+};
+
+/**
+ * Describes the message gateway.events.v1.RouteHealthChanged.
+ * Use `create(RouteHealthChangedSchema)` to create a new message.
+ */
+export declare const RouteHealthChangedSchema: GenMessage<RouteHealthChanged>;
 

@@ -68,6 +68,22 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
    * @generated from field: string anthropic_beta = 7;
    */
   anthropicBeta: string;
+
+  /**
+   * The calling account: route health counts failures by distinct accounts, so that one
+   * account's requests cannot close a route for the others. Empty counts as one unknown account.
+   *
+   * @generated from field: string account_id = 8;
+   */
+  accountId: string;
+
+  /**
+   * The model's first-byte deadline (ms) for a streamed answer (see GenerateStreamRequest); 0:
+   * the service's default. Unused by a complete answer, whose first byte comes when it is whole.
+   *
+   * @generated from field: int32 first_byte_timeout_ms = 9;
+   */
+  firstByteTimeoutMs: number;
 };
 
 /**
@@ -315,6 +331,21 @@ export declare type GenerateStreamRequest = Message<"gateway.text.v1.GenerateStr
    * @generated from field: string anthropic_beta = 8;
    */
   anthropicBeta: string;
+
+  /**
+   * The calling account, as in GenerateRequest.
+   *
+   * @generated from field: string account_id = 9;
+   */
+  accountId: string;
+
+  /**
+   * How long a route may take to send the stream's first event (ms) before the request moves to
+   * the next route, nothing having reached the client; 0: the service's default (10 s).
+   *
+   * @generated from field: int32 first_byte_timeout_ms = 10;
+   */
+  firstByteTimeoutMs: number;
 };
 
 /**
@@ -510,6 +541,13 @@ export declare type CountTokensRequest = Message<"gateway.text.v1.CountTokensReq
    * @generated from field: string anthropic_beta = 6;
    */
   anthropicBeta: string;
+
+  /**
+   * The calling account, as in GenerateRequest.
+   *
+   * @generated from field: string account_id = 7;
+   */
+  accountId: string;
 };
 
 /**
@@ -537,6 +575,268 @@ export declare type CountTokensResponse = Message<"gateway.text.v1.CountTokensRe
  * Use `create(CountTokensResponseSchema)` to create a new message.
  */
 export declare const CountTokensResponseSchema: GenMessage<CountTokensResponse>;
+
+/**
+ * RouteHealth is one route's (provider x upstream model) shared state and recent evidence. The
+ * state is the deployment's (a NATS KV entry every text replica reads); the evidence (error rate,
+ * latencies) is the answering replica's window, which pools what every replica reported.
+ *
+ * @generated from message gateway.text.v1.RouteHealth
+ */
+export declare type RouteHealth = Message<"gateway.text.v1.RouteHealth"> & {
+  /**
+   * Provider name, as configured.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The provider's model name.
+   *
+   * @generated from field: string upstream_model = 2;
+   */
+  upstreamModel: string;
+
+  /**
+   * Breaker state.
+   *
+   * @generated from field: gateway.text.v1.RouteState state = 3;
+   */
+  state: RouteState;
+
+  /**
+   * Why it opened: `errors` (error rate across accounts), `probe_failed` (failures of too few
+   * accounts to judge, confirmed by the gateway's own probe), `retry_after` (the provider asked
+   * for a rest); empty when closed.
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * When the route entered its state (unix ms); 0 for a route never opened.
+   *
+   * @generated from field: int64 since_unix_ms = 5;
+   */
+  sinceUnixMs: bigint;
+
+  /**
+   * Open: when the next probe (or the end of a Retry-After rest) is due (unix ms).
+   *
+   * @generated from field: int64 until_unix_ms = 6;
+   */
+  untilUnixMs: bigint;
+
+  /**
+   * The last failure's public message; empty when none was seen in the window.
+   *
+   * @generated from field: string last_error = 7;
+   */
+  lastError: string;
+
+  /**
+   * When the last failure happened (unix ms).
+   *
+   * @generated from field: int64 last_error_unix_ms = 8;
+   */
+  lastErrorUnixMs: bigint;
+
+  /**
+   * Failed share of the requests in the window, 0..1.
+   *
+   * @generated from field: double error_rate = 9;
+   */
+  errorRate: number;
+
+  /**
+   * Requests in the window.
+   *
+   * @generated from field: int32 requests = 10;
+   */
+  requests: number;
+
+  /**
+   * Distinct accounts whose requests failed in the window.
+   *
+   * @generated from field: int32 failing_accounts = 11;
+   */
+  failingAccounts: number;
+
+  /**
+   * Latency to the answer (or a stream's first event) in the window, ms; 0 when none.
+   *
+   * @generated from field: int32 latency_p50_ms = 12;
+   */
+  latencyP50Ms: number;
+
+  /**
+   * 99th percentile of the same.
+   *
+   * @generated from field: int32 latency_p99_ms = 13;
+   */
+  latencyP99Ms: number;
+
+  /**
+   * Factor applied to the route's configured weight among routes of equal priority (recent
+   * latency and errors), 1 when it has no evidence.
+   *
+   * @generated from field: double weight_factor = 14;
+   */
+  weightFactor: number;
+
+  /**
+   * Probes the route failed in a row while open.
+   *
+   * @generated from field: int32 failed_probes = 15;
+   */
+  failedProbes: number;
+
+  /**
+   * The text replica running a probe of the route; empty when none.
+   *
+   * @generated from field: string probe_owner = 16;
+   */
+  probeOwner: string;
+
+  /**
+   * Until when that probe may run (unix ms); past it, another replica may probe.
+   *
+   * @generated from field: int64 probe_lease_until_unix_ms = 17;
+   */
+  probeLeaseUntilUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.text.v1.RouteHealth.
+ * Use `create(RouteHealthSchema)` to create a new message.
+ */
+export declare const RouteHealthSchema: GenMessage<RouteHealth>;
+
+/**
+ * ListRouteHealthRequest is empty.
+ *
+ * @generated from message gateway.text.v1.ListRouteHealthRequest
+ */
+export declare type ListRouteHealthRequest = Message<"gateway.text.v1.ListRouteHealthRequest"> & {
+};
+
+/**
+ * Describes the message gateway.text.v1.ListRouteHealthRequest.
+ * Use `create(ListRouteHealthRequestSchema)` to create a new message.
+ */
+export declare const ListRouteHealthRequestSchema: GenMessage<ListRouteHealthRequest>;
+
+/**
+ * ListRouteHealthResponse lists the routes, ordered by provider and upstream model.
+ *
+ * @generated from message gateway.text.v1.ListRouteHealthResponse
+ */
+export declare type ListRouteHealthResponse = Message<"gateway.text.v1.ListRouteHealthResponse"> & {
+  /**
+   * The routes.
+   *
+   * @generated from field: repeated gateway.text.v1.RouteHealth routes = 1;
+   */
+  routes: RouteHealth[];
+};
+
+/**
+ * Describes the message gateway.text.v1.ListRouteHealthResponse.
+ * Use `create(ListRouteHealthResponseSchema)` to create a new message.
+ */
+export declare const ListRouteHealthResponseSchema: GenMessage<ListRouteHealthResponse>;
+
+/**
+ * RouteEvidence is what one text replica saw of its routes since its last report, published on
+ * `text-health.evidence.report` (core NATS only, no stream: about once a second while there is
+ * traffic) so that every replica judges route health on the whole deployment's requests.
+ *
+ * @generated from message gateway.text.v1.RouteEvidence
+ */
+export declare type RouteEvidence = Message<"gateway.text.v1.RouteEvidence"> & {
+  /**
+   * The reporting replica (so that it skips its own report).
+   *
+   * @generated from field: string replica = 1;
+   */
+  replica: string;
+
+  /**
+   * One entry per route that had requests.
+   *
+   * @generated from field: repeated gateway.text.v1.RouteSample routes = 2;
+   */
+  routes: RouteSample[];
+};
+
+/**
+ * Describes the message gateway.text.v1.RouteEvidence.
+ * Use `create(RouteEvidenceSchema)` to create a new message.
+ */
+export declare const RouteEvidenceSchema: GenMessage<RouteEvidence>;
+
+/**
+ * RouteSample is one route's requests in one report.
+ *
+ * @generated from message gateway.text.v1.RouteSample
+ */
+export declare type RouteSample = Message<"gateway.text.v1.RouteSample"> & {
+  /**
+   * Provider name.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * Upstream model.
+   *
+   * @generated from field: string upstream_model = 2;
+   */
+  upstreamModel: string;
+
+  /**
+   * Requests that succeeded.
+   *
+   * @generated from field: int32 ok = 3;
+   */
+  ok: number;
+
+  /**
+   * Failed requests per account (account ids, in the order of `failed_counts`).
+   *
+   * @generated from field: repeated string failing_accounts = 4;
+   */
+  failingAccounts: string[];
+
+  /**
+   * Failures of each account in `failing_accounts`.
+   *
+   * @generated from field: repeated int32 failed_counts = 5;
+   */
+  failedCounts: number[];
+
+  /**
+   * A sample of the latencies (ms).
+   *
+   * @generated from field: repeated int32 latencies_ms = 6;
+   */
+  latenciesMs: number[];
+
+  /**
+   * The last failure's public message.
+   *
+   * @generated from field: string last_error = 7;
+   */
+  lastError: string;
+};
+
+/**
+ * Describes the message gateway.text.v1.RouteSample.
+ * Use `create(RouteSampleSchema)` to create a new message.
+ */
+export declare const RouteSampleSchema: GenMessage<RouteSample>;
 
 /**
  * Dialect is a client-facing text protocol.
@@ -577,6 +877,47 @@ export enum Dialect {
  * Describes the enum gateway.text.v1.Dialect.
  */
 export declare const DialectSchema: GenEnum<Dialect>;
+
+/**
+ * RouteState is a route's breaker state.
+ *
+ * @generated from enum gateway.text.v1.RouteState
+ */
+export enum RouteState {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: ROUTE_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Serving: client requests use the route.
+   *
+   * @generated from enum value: ROUTE_STATE_CLOSED = 1;
+   */
+  CLOSED = 1,
+
+  /**
+   * Resting after failures (or an upstream Retry-After): no client request is sent to it; the
+   * gateway's own probes test it from `until_unix_ms` on.
+   *
+   * @generated from enum value: ROUTE_STATE_OPEN = 2;
+   */
+  OPEN = 2,
+
+  /**
+   * One replica is probing it; still no client request is sent to it.
+   *
+   * @generated from enum value: ROUTE_STATE_HALF_OPEN = 3;
+   */
+  HALF_OPEN = 3,
+}
+
+/**
+ * Describes the enum gateway.text.v1.RouteState.
+ */
+export declare const RouteStateSchema: GenEnum<RouteState>;
 
 /**
  * Text generation. The gateway has authenticated, validated, resolved the model and held the
@@ -632,6 +973,18 @@ export declare const TextService: GenService<{
     methodKind: "unary";
     input: typeof CountTokensRequestSchema;
     output: typeof CountTokensResponseSchema;
+  },
+  /**
+   * The health of every text route this deployment has seen (shared by every replica): for
+   * operators (`pnpm admin routes health`) and for gateways, which leave a model whose routes are
+   * all open out of their listing. See docs/routing.md.
+   *
+   * @generated from rpc gateway.text.v1.TextService.ListRouteHealth
+   */
+  listRouteHealth: {
+    methodKind: "unary";
+    input: typeof ListRouteHealthRequestSchema;
+    output: typeof ListRouteHealthResponseSchema;
   },
 }>;
 
