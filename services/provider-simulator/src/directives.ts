@@ -10,6 +10,10 @@ export interface Directives {
   latencyMs?: number;
   /** Force a tool call when the request defines tools. */
   tool?: boolean;
+  /** Force a call of the tool of this name (`tool=NAME`). */
+  toolName?: string;
+  /** Think before answering: reasoning items / thinking blocks where the protocol has them. */
+  reasoning?: boolean;
   /** Reply with exactly this many filler words after the echo of the prompt. */
   words?: number;
   /** Pause between streamed events, in ms. */
@@ -41,8 +45,14 @@ function applyItem(out: Directives, key: string, value: string): void {
     case 'latency':
       if (n !== undefined && n >= 0) out.latencyMs = n;
       break;
-    case 'tool':
-      out.tool = value === '' || value === 'true' || value === '1';
+    case 'tool': {
+      const flag = value === '' || value === 'true' || value === '1';
+      out.tool = flag || (value !== 'false' && value !== '0');
+      out.toolName = flag || !out.tool ? undefined : value;
+      break;
+    }
+    case 'reasoning':
+      out.reasoning = value === '' || value === 'true' || value === '1';
       break;
     case 'words':
       if (n !== undefined && n >= 0) out.words = Math.min(n, 100_000);

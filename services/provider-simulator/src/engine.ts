@@ -1,7 +1,7 @@
 import { stripDirectives } from './directives.ts';
 import { isObject } from './json.ts';
 import type { Effects } from './pipeline.ts';
-import { sampleArguments } from './tool-args.ts';
+import { sampleArguments, sampleInstance } from './tool-args.ts';
 import { textTokens, truncateToTokens } from './tokens.ts';
 import type { JsonObject } from './types.ts';
 
@@ -13,9 +13,14 @@ import type { JsonObject } from './types.ts';
 export interface ToolSpec {
   name: string;
   schema: unknown;
+  /** The responses namespace the function belongs to, if any. */
+  namespace?: string;
 }
 
 export type ToolChoice = { mode: 'auto' } | { mode: 'none' } | { mode: 'required'; name?: string };
+
+/** Structured output the request asks for: an instance of a JSON schema, or any JSON object. */
+export type OutputFormat = { kind: 'json_schema'; schema: unknown } | { kind: 'json_object' };
 
 export interface Conversation {
   /** Text of the last user turn (directives included). */
@@ -24,11 +29,21 @@ export interface Conversation {
   toolResult?: string;
   tools: ToolSpec[];
   toolChoice: ToolChoice;
+  /** The request's structured-output format, when it asks for one. */
+  format?: OutputFormat;
+  /** The request asks the model to think (a reasoning effort, thinking enabled…). */
+  reasoning?: boolean;
+}
+
+/** Thinking the answer starts with, when asked for: its text and the tokens it cost (part of the output tokens). */
+export interface Reasoning {
+  text: string;
+  tokens: number;
 }
 
 export type Plan =
-  | { kind: 'text'; text: string; finish: 'stop' | 'length'; outputTokens: number }
-  | { kind: 'tool'; name: string; args: JsonObject; argsJson: string; outputTokens: number };
+  | { kind: 'text'; text: string; finish: 'stop' | 'length'; outputTokens: number; reasoning?: Reasoning }
+  | { kind: 'tool'; name: string; namespace?: string; args: JsonObject; argsJson: string; outputTokens: number; reasoning?: Reasoning };
 
 const LOREM = (
   'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore ' +
@@ -63,29 +78,51 @@ export function replyText(conv: Conversation, words: number | undefined): string
   return `Simulated reply to: ${sentence(firstWords(stripDirectives(conv.lastUserText), 8) || '(no text)')} ${tail}`.trim();
 }
 
+/**
+ * The tool to call: the one a `tool=NAME` directive or the tool choice names (none when the request
+ * has no tool of that name), else the first when a call is required, forced, or the prompt says
+ * "weather".
+ */
 function chooseTool(conv: Conversation, effects: Effects): ToolSpec | undefined {
   if (conv.tools.length === 0 || conv.toolResult !== undefined || conv.toolChoice.mode === 'none') return undefined;
-  if (conv.toolChoice.mode === 'required') {
-    const named = conv.toolChoice.name;
-    return conv.tools.find((t) => t.name === named) ?? conv.tools[0];
-  }
+  const named = effects.toolName ?? (conv.toolChoice.mode === 'required' ? conv.toolChoice.name : undefined);
+  if (named !== undefined) return conv.tools.find((t) => t.name === named) ?? (effects.toolName === undefined ? conv.tools[0] : undefined);
+  if (conv.toolChoice.mode === 'required') return conv.tools[0];
   const wantsTool = effects.forceTool || /\bweather\b/i.test(conv.lastUserText);
   return wantsTool ? conv.tools[0] : undefined;
 }
 
+/** The answer's text: an instance of the requested schema, a JSON object, or the usual reply. */
+function answerText(conv: Conversation, effects: Effects): string {
+  if (conv.format?.kind === 'json_schema') return JSON.stringify(sampleInstance(conv.format.schema));
+  const text = replyText(conv, effects.words);
+  return conv.format?.kind === 'json_object' ? JSON.stringify({ reply: text }) : text;
+}
+
+function reasoningFor(conv: Conversation, effects: Effects): Reasoning | undefined {
+  if (!conv.reasoning && !effects.reasoning) return undefined;
+  const text = `Simulated reasoning about: ${sentence(firstWords(stripDirectives(conv.lastUserText), 8) || '(no text)')}`;
+  return { text, tokens: textTokens(text) };
+}
+
 export function planReply(conv: Conversation, effects: Effects, maxTokens: number | undefined): Plan {
+  const reasoning = reasoningFor(conv, effects);
+  const extra = reasoning === undefined ? {} : { reasoning };
+  const thought = reasoning?.tokens ?? 0;
   const tool = chooseTool(conv, effects);
   if (tool) {
     const args = sampleArguments(tool.schema);
     const argsJson = JSON.stringify(args);
-    return { kind: 'tool', name: tool.name, args, argsJson, outputTokens: textTokens(tool.name + argsJson) };
+    const namespace = tool.namespace === undefined ? {} : { namespace: tool.namespace };
+    return { kind: 'tool', name: tool.name, ...namespace, args, argsJson, outputTokens: thought + textTokens(tool.name + argsJson), ...extra };
   }
-  const full = replyText(conv, effects.words);
+  const full = answerText(conv, effects);
   const fullTokens = textTokens(full);
-  if (maxTokens !== undefined && fullTokens > maxTokens) {
-    return { kind: 'text', text: truncateToTokens(full, maxTokens), finish: 'length', outputTokens: maxTokens };
+  if (maxTokens !== undefined && thought + fullTokens > maxTokens) {
+    const room = Math.max(0, maxTokens - thought);
+    return { kind: 'text', text: truncateToTokens(full, room), finish: 'length', outputTokens: thought + room, ...extra };
   }
-  return { kind: 'text', text: full, finish: 'stop', outputTokens: fullTokens };
+  return { kind: 'text', text: full, finish: 'stop', outputTokens: thought + fullTokens, ...extra };
 }
 
 /**

@@ -12,6 +12,10 @@ export interface Effects {
   /** Only the faults a handler renders itself remain here: no_usage, stream_error, malformed, video_*. */
   fault?: Fault;
   forceTool: boolean;
+  /** The tool a `tool=NAME` directive names. */
+  toolName?: string;
+  /** A `reasoning` directive: think even when the request did not ask. */
+  reasoning: boolean;
   words?: number;
   chunkDelayMs: number;
   videoDelayMs?: number;
@@ -71,6 +75,8 @@ export async function prepare(
   const effects: Effects = {
     fault,
     forceTool: directives.tool === true,
+    toolName: directives.toolName,
+    reasoning: directives.reasoning === true,
     words: directives.words,
     chunkDelayMs: directives.chunkDelayMs ?? settings.chunkDelayMs ?? 0,
     videoDelayMs: settings.videoDelayMs,

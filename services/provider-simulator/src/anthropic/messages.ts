@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Sim } from '../context.ts';
-import { type Conversation, planReply, type Plan, splitDeltas, type ToolChoice, toolResultText } from '../engine.ts';
+import { type Conversation, type OutputFormat, planReply, type Plan, splitDeltas, type ToolChoice, toolResultText } from '../engine.ts';
 import { sendError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { asArray, asInteger, asObject, asString, isObject } from '../json.ts';
@@ -40,7 +40,21 @@ export function messagesConversation(body: JsonObject): Conversation {
       return usable ? [{ name: String(tool.name), schema: tool.input_schema }] : [];
     }),
     toolChoice: anthropicToolChoice(body.tool_choice),
+    format: anthropicFormat(body),
+    // Thinking `enabled` (with a budget) or `adaptive` (the model decides; the simulator always thinks).
+    reasoning: ['enabled', 'adaptive'].includes(String(asObject(body.thinking).type)),
   };
+}
+
+/** Structured output: `output_config.format` (or the older `output_format`), a JSON schema. */
+function anthropicFormat(body: JsonObject): OutputFormat | undefined {
+  const format = asObject(asObject(body.output_config).format ?? body.output_format);
+  return format.type === 'json_schema' ? { kind: 'json_schema', schema: format.schema } : undefined;
+}
+
+/** A thinking block's signature: opaque to clients, which send it back with the block. */
+function signature(text: string): string {
+  return Buffer.from(`sim-signature:${text.length}`).toString('base64');
 }
 
 const STOP_REASONS: Record<'stop' | 'length', string> = { stop: 'end_turn', length: 'max_tokens' };
@@ -101,7 +115,10 @@ export function registerMessages(app: FastifyInstance, sim: Sim): void {
         type: 'message',
         role: 'assistant',
         model: ids.model,
-        content: [contentBlock(plan, ids.toolUseId)],
+        content: [
+          ...(plan.reasoning ? [{ type: 'thinking', thinking: plan.reasoning.text, signature: signature(plan.reasoning.text) }] : []),
+          contentBlock(plan, ids.toolUseId),
+        ],
         stop_reason: stopReason(plan),
         stop_sequence: null,
       };
@@ -154,9 +171,20 @@ async function streamMessage(
   };
   if (input) start.usage = usageOf(input, 1);
   if (!(await send('message_start', { message: start }))) return sse.end();
+  let index = 0;
+  if (plan.reasoning) {
+    const { text } = plan.reasoning;
+    const ok =
+      (await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } })) &&
+      (await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: text } })) &&
+      (await send('content_block_delta', { index, delta: { type: 'signature_delta', signature: signature(text) } })) &&
+      (await send('content_block_stop', { index }));
+    if (!ok) return sse.end();
+    index += 1;
+  }
   const block =
     plan.kind === 'tool' ? { type: 'tool_use', id: ids.toolUseId, name: plan.name, input: {} } : { type: 'text', text: '' };
-  if (!(await send('content_block_start', { index: 0, content_block: block }))) return sse.end();
+  if (!(await send('content_block_start', { index, content_block: block }))) return sse.end();
   if (!(await send('ping'))) return sse.end();
 
   const deltas = splitDeltas(plan.kind === 'tool' ? plan.argsJson : plan.text);
@@ -170,10 +198,10 @@ async function streamMessage(
     if (i === deltas.length) break;
     const delta =
       plan.kind === 'tool' ? { type: 'input_json_delta', partial_json: deltas[i] } : { type: 'text_delta', text: deltas[i] };
-    if (!(await send('content_block_delta', { index: 0, delta }))) return sse.end();
+    if (!(await send('content_block_delta', { index, delta }))) return sse.end();
   }
 
-  if (!(await send('content_block_stop', { index: 0 }))) return sse.end();
+  if (!(await send('content_block_stop', { index }))) return sse.end();
   const messageDelta: JsonObject = { delta: { stop_reason: stopReason(plan), stop_sequence: null } };
   if (input) messageDelta.usage = { ...input, output_tokens: plan.outputTokens };
   if (!(await send('message_delta', messageDelta))) return sse.end();

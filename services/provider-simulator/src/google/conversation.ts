@@ -1,4 +1,4 @@
-import type { Conversation, ToolChoice } from '../engine.ts';
+import type { Conversation, OutputFormat, ToolChoice } from '../engine.ts';
 import { asArray, asObject, isObject } from '../json.ts';
 import { countTokens } from '../tokens.ts';
 import type { JsonObject } from '../types.ts';
@@ -41,7 +41,16 @@ export function geminiConversation(body: JsonObject): Conversation {
         : undefined,
     tools,
     toolChoice: geminiToolChoice(body),
+    format: geminiFormat(asObject(body.generationConfig)),
+    reasoning: asObject(asObject(body.generationConfig).thinkingConfig).includeThoughts === true,
   };
+}
+
+/** JSON output: `responseMimeType: application/json`, with `responseJsonSchema` or `responseSchema` when given. */
+function geminiFormat(config: JsonObject): OutputFormat | undefined {
+  if (config.responseMimeType !== 'application/json') return undefined;
+  const schema = config.responseJsonSchema ?? config.responseSchema;
+  return schema === undefined ? { kind: 'json_object' } : { kind: 'json_schema', schema };
 }
 
 /** Prompt tokens of a GenerateContentRequest, shared by usageMetadata and :countTokens. */

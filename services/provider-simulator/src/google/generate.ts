@@ -66,13 +66,15 @@ function finishReason(plan: Plan): string {
   return plan.kind === 'text' && plan.finish === 'length' ? 'MAX_TOKENS' : 'STOP';
 }
 
-function usageMetadata(promptTokens: number, outputTokens: number, imageTokens: number): JsonObject {
+/** Gemini counts thoughts apart from the candidates: `thoughtsTokenCount`, in the total. */
+function usageMetadata(promptTokens: number, outputTokens: number, imageTokens: number, thoughtTokens = 0): JsonObject {
   const meta: JsonObject = {
     promptTokenCount: promptTokens,
-    candidatesTokenCount: outputTokens,
+    candidatesTokenCount: outputTokens - thoughtTokens,
     totalTokenCount: promptTokens + outputTokens,
     promptTokensDetails: [{ modality: 'TEXT', tokenCount: promptTokens }],
   };
+  if (thoughtTokens > 0) meta.thoughtsTokenCount = thoughtTokens;
   if (imageTokens > 0) meta.candidatesTokensDetails = [{ modality: 'IMAGE', tokenCount: imageTokens }];
   return meta;
 }
@@ -137,7 +139,7 @@ async function generate(
   const usage =
     ready.effects.fault?.kind === 'no_usage'
       ? undefined
-      : usageMetadata(geminiPromptTokens(body), plan.outputTokens + imageTokens, imageTokens);
+      : usageMetadata(geminiPromptTokens(body), plan.outputTokens + imageTokens, imageTokens, plan.reasoning?.tokens);
   return { model: ready.model, plan, images, usage, responseId: newId('sim'), effects: ready.effects };
 }
 
@@ -147,16 +149,21 @@ function candidate(parts: JsonObject[], index: number, finish: string | undefine
   return c;
 }
 
+/** The thought summary an answer starts with, when it thought and the request asked to see it. */
+function thoughtParts(plan: Plan): JsonObject[] {
+  return plan.reasoning ? [{ text: plan.reasoning.text, thought: true }] : [];
+}
+
 function wholeResponse(gen: Generation): JsonObject {
   const { plan } = gen;
   let candidates: JsonObject[];
   if (plan.kind === 'tool') {
-    candidates = [candidate([{ functionCall: { name: plan.name, args: plan.args } }], 0, 'STOP')];
+    candidates = [candidate([...thoughtParts(plan), { functionCall: { name: plan.name, args: plan.args } }], 0, 'STOP')];
   } else if (gen.images.length > 0) {
     // One candidate per image, each with the (optional) text first, as Gemini image models answer.
     candidates = gen.images.map((img, i) => candidate([...(plan.text === '' ? [] : [{ text: plan.text }]), img], i, 'STOP'));
   } else {
-    candidates = [candidate([{ text: plan.text }], 0, finishReason(plan))];
+    candidates = [candidate([...thoughtParts(plan), { text: plan.text }], 0, finishReason(plan))];
   }
   const out: JsonObject = { candidates };
   if (gen.usage) out.usageMetadata = gen.usage;
@@ -171,9 +178,10 @@ function streamChunks(gen: Generation): JsonObject[] {
   const tag = (c: JsonObject): JsonObject => ({ ...c, modelVersion: gen.model.id, responseId: gen.responseId });
   const last = (parts: JsonObject[], finish: string): JsonObject =>
     tag({ candidates: [candidate(parts, 0, finish)], ...(gen.usage ? { usageMetadata: gen.usage } : {}) });
-  if (plan.kind === 'tool') return [last([{ functionCall: { name: plan.name, args: plan.args } }], 'STOP')];
+  const thoughts = thoughtParts(plan).map((part) => tag({ candidates: [candidate([part], 0, undefined)] }));
+  if (plan.kind === 'tool') return [...thoughts, last([{ functionCall: { name: plan.name, args: plan.args } }], 'STOP')];
   const deltas = splitDeltas(plan.text);
-  const chunks = deltas.slice(0, -1).map((d) => tag({ candidates: [candidate([{ text: d }], 0, undefined)] }));
+  const chunks = [...thoughts, ...deltas.slice(0, -1).map((d) => tag({ candidates: [candidate([{ text: d }], 0, undefined)] }))];
   const finalText = deltas.at(-1);
   const textParts: JsonObject[] = finalText === undefined ? [] : [{ text: finalText }];
   if (gen.images.length === 0) {

@@ -9,6 +9,7 @@ import { SseStream } from '../sse.ts';
 import { unixNow } from '../clock.ts';
 import { MALFORMED_EVENT_DATA, STREAM_ERROR_MESSAGE, streamCut } from '../stream-faults.ts';
 import { countTokens } from '../tokens.ts';
+import { thinks } from './responses.ts';
 import type { JsonObject, Provider } from '../types.ts';
 
 /** Text of a chat message's content: a string or an array of parts, of which only text parts count. */
@@ -37,11 +38,19 @@ export function chatConversation(body: JsonObject): Conversation {
     const fn = asObject(asObject(t).function);
     return typeof fn.name === 'string' ? [{ name: fn.name, schema: fn.parameters }] : [];
   });
+  const format = asObject(body.response_format);
   return {
     lastUserText: lastUser ? chatContentText(lastUser.content) : '',
     toolResult: last && (last.role === 'tool' || last.role === 'function') ? toolResultText(last.content) : undefined,
     tools,
     toolChoice: chatToolChoice(body.tool_choice),
+    format:
+      format.type === 'json_schema'
+        ? { kind: 'json_schema', schema: asObject(format.json_schema).schema }
+        : format.type === 'json_object'
+          ? { kind: 'json_object' }
+          : undefined,
+    reasoning: thinks(body.reasoning_effort),
   };
 }
 
@@ -52,7 +61,7 @@ interface ChatUsage {
   [detail: string]: unknown;
 }
 
-function chatUsage(provider: Provider, promptTokens: number, completionTokens: number): ChatUsage {
+function chatUsage(provider: Provider, promptTokens: number, completionTokens: number, reasoningTokens = 0): ChatUsage {
   const usage: ChatUsage = {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
@@ -61,7 +70,7 @@ function chatUsage(provider: Provider, promptTokens: number, completionTokens: n
   if (provider === 'openai') {
     usage.prompt_tokens_details = { cached_tokens: 0, audio_tokens: 0 };
     usage.completion_tokens_details = {
-      reasoning_tokens: 0,
+      reasoning_tokens: reasoningTokens,
       audio_tokens: 0,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,
@@ -99,7 +108,7 @@ export function registerChatCompletions(app: FastifyInstance, sim: Sim, provider
     if (!ready) return reply;
 
     const plan = planReply(conv, ready.effects, maxTokens);
-    const usage = chatUsage(provider, countTokens({ messages: body.messages, tools: body.tools }), plan.outputTokens);
+    const usage = chatUsage(provider, countTokens({ messages: body.messages, tools: body.tools }), plan.outputTokens, plan.reasoning?.tokens);
     const withUsage = ready.effects.fault?.kind !== 'no_usage';
     const ids = { id: newId('chatcmpl-sim'), created: unixNow(), model: ready.model.id, callId: newId('call_sim') };
     if (!stream) return reply.send(completion(provider, ids, plan, withUsage ? usage : undefined));

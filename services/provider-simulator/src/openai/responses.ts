@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Sim } from '../context.ts';
-import { type Conversation, planReply, type Plan, splitDeltas, type ToolChoice, toolResultText } from '../engine.ts';
+import { type Conversation, type OutputFormat, planReply, type Plan, splitDeltas, type ToolChoice, type ToolSpec, toolResultText } from '../engine.ts';
 import { sendError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { asArray, asInteger, asObject, asString, isObject } from '../json.ts';
@@ -30,21 +30,39 @@ function responsesToolChoice(value: unknown): ToolChoice {
   return { mode: 'auto' };
 }
 
-export function responsesConversation(body: JsonObject): Conversation {
-  const tools = asArray(body.tools).flatMap((t) => {
+function functionTools(tools: unknown, namespace?: string): ToolSpec[] {
+  return asArray(tools).flatMap((t): ToolSpec[] => {
     const tool = asObject(t);
-    return tool.type === 'function' && typeof tool.name === 'string' ? [{ name: tool.name, schema: tool.parameters }] : [];
+    if (tool.type === 'namespace' && namespace === undefined && typeof tool.name === 'string') return functionTools(tool.tools, tool.name);
+    if (tool.type !== 'function' || typeof tool.name !== 'string') return [];
+    return [namespace === undefined ? { name: tool.name, schema: tool.parameters } : { name: tool.name, schema: tool.parameters, namespace }];
   });
+}
+
+/** `text.format`: a JSON schema (strict or not) or any JSON object. */
+function responsesFormat(text: unknown): OutputFormat | undefined {
+  const format = asObject(asObject(text).format);
+  if (format.type === 'json_schema') return { kind: 'json_schema', schema: format.schema };
+  return format.type === 'json_object' ? { kind: 'json_object' } : undefined;
+}
+
+/** A reasoning effort other than none / minimal asks the model to think. */
+export function thinks(effort: unknown): boolean {
+  return typeof effort === 'string' && effort !== 'none' && effort !== 'minimal';
+}
+
+export function responsesConversation(body: JsonObject): Conversation {
+  const tools = functionTools(body.tools);
   const toolChoice = responsesToolChoice(body.tool_choice);
-  if (typeof body.input === 'string') return { lastUserText: body.input, tools, toolChoice };
+  const settings = { tools, toolChoice, format: responsesFormat(body.text), reasoning: thinks(asObject(body.reasoning).effort) };
+  if (typeof body.input === 'string') return { lastUserText: body.input, ...settings };
   const items = asArray(body.input).map(asObject);
   const last = items.at(-1);
   const lastUser = items.findLast((i) => i.role === 'user' && (i.type === undefined || i.type === 'message'));
   return {
     lastUserText: lastUser ? itemText(lastUser.content) : '',
     toolResult: last?.type === 'function_call_output' ? toolResultText(last.output) : undefined,
-    tools,
-    toolChoice,
+    ...settings,
   };
 }
 
@@ -58,6 +76,7 @@ interface ResponseIds {
   model: string;
   itemId: string;
   callId: string;
+  reasoningId: string;
 }
 
 function responseObject(
@@ -97,9 +116,19 @@ function responseObject(
   };
 }
 
+/**
+ * The reasoning item an answer starts with when it thought: its summary, and the reasoning as
+ * opaque `encrypted_content` when the request includes it (as `store: false` clients do).
+ */
+function reasoningItem(body: JsonObject, ids: ResponseIds, text: string, done: boolean): JsonObject {
+  const item: JsonObject = { id: ids.reasoningId, type: 'reasoning', summary: done ? [{ type: 'summary_text', text }] : [] };
+  if (asArray(body.include).includes('reasoning.encrypted_content')) item.encrypted_content = done ? Buffer.from(`sim:${text}`).toString('base64') : null;
+  return item;
+}
+
 function outputItem(ids: ResponseIds, plan: Plan, done: boolean): JsonObject {
   if (plan.kind === 'tool') {
-    return {
+    const item: JsonObject = {
       id: ids.itemId,
       type: 'function_call',
       status: done ? 'completed' : 'in_progress',
@@ -107,6 +136,8 @@ function outputItem(ids: ResponseIds, plan: Plan, done: boolean): JsonObject {
       call_id: ids.callId,
       name: plan.name,
     };
+    if (plan.namespace !== undefined) item.namespace = plan.namespace;
+    return item;
   }
   const status = !done ? 'in_progress' : plan.finish === 'length' ? 'incomplete' : 'completed';
   return {
@@ -158,7 +189,7 @@ export function registerResponses(app: FastifyInstance, sim: Sim): void {
             input_tokens: promptTokens,
             input_tokens_details: { cached_tokens: 0 },
             output_tokens: plan.outputTokens,
-            output_tokens_details: { reasoning_tokens: 0 },
+            output_tokens_details: { reasoning_tokens: plan.reasoning?.tokens ?? 0 },
             total_tokens: promptTokens + plan.outputTokens,
           };
     const ids: ResponseIds = {
@@ -167,9 +198,11 @@ export function registerResponses(app: FastifyInstance, sim: Sim): void {
       model: ready.model.id,
       itemId: newId(plan.kind === 'tool' ? 'fc_sim' : 'msg_sim'),
       callId: newId('call_sim'),
+      reasoningId: newId('rs_sim'),
     };
     if (!stream) {
-      return reply.send(responseObject(body, ids, finalStatus(plan), [outputItem(ids, plan, true)], usage));
+      const output = [...(plan.reasoning ? [reasoningItem(body, ids, plan.reasoning.text, true)] : []), outputItem(ids, plan, true)];
+      return reply.send(responseObject(body, ids, finalStatus(plan), output, usage));
     }
     await streamResponse(reply, body, ids, plan, ready.effects, usage);
     return reply;
@@ -204,11 +237,26 @@ async function streamResponse(
   let sequence = 0;
   const send = (type: string, fields: JsonObject): Promise<boolean> =>
     sse.event(type, { type, sequence_number: sequence++, ...fields });
-  const at = { item_id: ids.itemId, output_index: 0 };
-
+  const done: JsonObject[] = [];
   if (!(await send('response.created', { response: responseObject(body, ids, 'in_progress', [], null) }))) return sse.end();
   if (!(await send('response.in_progress', { response: responseObject(body, ids, 'in_progress', [], null) }))) return sse.end();
-  if (!(await send('response.output_item.added', { output_index: 0, item: outputItem(ids, plan, false) }))) return sse.end();
+  if (plan.reasoning) {
+    const text = plan.reasoning.text;
+    const part = { item_id: ids.reasoningId, output_index: 0, summary_index: 0 };
+    const item = reasoningItem(body, ids, text, true);
+    const ok =
+      (await send('response.output_item.added', { output_index: 0, item: reasoningItem(body, ids, text, false) })) &&
+      (await send('response.reasoning_summary_part.added', { ...part, part: { type: 'summary_text', text: '' } })) &&
+      (await send('response.reasoning_summary_text.delta', { ...part, delta: text })) &&
+      (await send('response.reasoning_summary_text.done', { ...part, text })) &&
+      (await send('response.reasoning_summary_part.done', { ...part, part: { type: 'summary_text', text } })) &&
+      (await send('response.output_item.done', { output_index: 0, item }));
+    if (!ok) return sse.end();
+    done.push(item);
+  }
+  const outputIndex = done.length;
+  const at = { item_id: ids.itemId, output_index: outputIndex };
+  if (!(await send('response.output_item.added', { output_index: outputIndex, item: outputItem(ids, plan, false) }))) return sse.end();
   if (plan.kind === 'text' && !(await send('response.content_part.added', { ...at, content_index: 0, part: textPart('') }))) {
     return sse.end();
   }
@@ -238,8 +286,8 @@ async function streamResponse(
     if (!(await send('response.content_part.done', { ...at, content_index: 0, part: textPart(plan.text) }))) return sse.end();
   }
   const item = outputItem(ids, plan, true);
-  if (!(await send('response.output_item.done', { output_index: 0, item }))) return sse.end();
+  if (!(await send('response.output_item.done', { output_index: outputIndex, item }))) return sse.end();
   const status = finalStatus(plan);
-  await send(`response.${status}`, { response: responseObject(body, ids, status, [item], usage) });
+  await send(`response.${status}`, { response: responseObject(body, ids, status, [...done, item], usage) });
   sse.end();
 }
