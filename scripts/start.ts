@@ -152,6 +152,9 @@ async function announce(system: RunningSystem, postgresUrl: string, eventsNamesp
     `generation gateway ready at ${system.baseUrl}  (API reference: ${system.baseUrl}/docs)`,
     `account dashboard at ${system.consoleUrl}`,
     ...seeded.lines,
+    ...(process.env.PROVIDERS
+      ? ['PROVIDERS is set: no demo models were added; add yours: pnpm admin model upsert --id <id> --kind TEXT --route <provider>:<upstream model> --price <credits>']
+      : []),
     `try: curl -H "Authorization: Bearer ${key}" ${system.baseUrl}/models`,
     `metrics: ${METERED.map((n) => `${n} :${metricsPorts[n]}`).join(', ')} (http://127.0.0.1:<port>/metrics)`,
     `logs: ${process.env.START_LOGS === 'inherit' ? 'above' : `${shown(LOG_DIR)}/<service>.log`}; addresses: ${shown(join(DATA_DIR, 'local-run.json'))}`,
@@ -197,7 +200,8 @@ async function seed(system: RunningSystem, databaseUrl: string): Promise<{ lines
     } catch {
       // first start
     }
-    for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
+    // The demo models are served by the simulator; with real providers the operator adds their own.
+    if (!process.env.PROVIDERS) for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
     if (previous.databaseUrl === databaseUrl && previous.accountId) {
       const ok = await billing.getWallet({ accountId: previous.accountId }).then(() => true, () => false);
       if (ok) {
