@@ -3,7 +3,8 @@ import { dirname, join, relative } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // One root config, four lanes (vitest projects). `pnpm test` runs them all; `pnpm test:<lane>` one.
-//   unit         tests beside their package (`<pkg>/test/*.test.ts`) that need nothing but Node:
+//   unit         tests beside their package (`<pkg>/test/*.test.ts`) that need nothing but Node, and
+//                the tests of the repository's tooling (`test/tooling`):
 //                no Postgres, no NATS, no process of their own. `pnpm test:unit`, well under a minute.
 //   integration  tests beside their package that use the run's Postgres or NATS, or start a process.
 //   e2e          whole-system tests under `test/` (`test/e2e`, `test/clients`, any new folder there).
@@ -12,6 +13,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 const root = import.meta.dirname;
 const besideCode = ['packages/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts'];
+// Tests of the repository's own tooling (boundary rules): Node only, so the unit lane.
+const tooling = ['test/tooling/**/*.test.ts'];
 const setup = ['test/global-setup.ts'];
 
 // A test beside its code is an integration test when it, or a test helper it imports (relative,
@@ -42,9 +45,9 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'unit', include: besideCode, exclude: [...configDefaults.exclude, ...integration] } },
+      { extends: true, test: { name: 'unit', include: [...besideCode, ...tooling], exclude: [...configDefaults.exclude, ...integration] } },
       { extends: true, test: { name: 'integration', include: integration, globalSetup: setup } },
-      { extends: true, test: { name: 'e2e', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/deploy/**'], globalSetup: setup } },
+      { extends: true, test: { name: 'e2e', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/deploy/**', ...tooling], globalSetup: setup } },
       { extends: true, test: { name: 'deploy', include: ['test/deploy/**/*.test.ts'], globalSetup: setup } },
     ],
   },
