@@ -52,6 +52,10 @@ describe('GET /v1/models through the whole system', () => {
       capabilities: ['chat/completions', 'chat', 'messages', 'messages/count_tokens', 'responses'],
       price_credit_per_unit: 15000,
       billing_unit: 'million_tokens',
+      // The OpenAI SDK's fields beside the contract's (DECISIONS.md "Real clients").
+      object: 'model',
+      created: expect.any(Number),
+      owned_by: 'openai',
     });
     expect(body.data.find((m) => m.id === 'gpt-sim-image')).toMatchObject({ kind: 'IMAGE', billing_unit: 'image' });
     expect(body.data.find((m) => m.id === 'veo-sim')).toMatchObject({ kind: 'VIDEO', billing_unit: 'second' });
@@ -225,6 +229,7 @@ describe('GET /v1/models through the whole system', () => {
     expect(operations.sort()).toEqual(
       [
         'GET /models',
+        'GET /models/{id}',
         'POST /chat/completions',
         'POST /chat',
         'POST /messages',

@@ -1,6 +1,5 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import { catalogV1 } from '@gw/contracts';
-import { GatewayError } from '@gw/errors';
+import { catalogV1, eventsV1, textV1 } from '@gw/contracts';
 import { describe, expect, it } from 'vitest';
 import { CatalogCache } from '../src/state/catalog-cache.ts';
 
@@ -118,31 +117,82 @@ describe('model resolution, in the order of DECISIONS.md step 5', () => {
   });
 });
 
-const cooling = (seconds?: number) =>
-  new GatewayError('model_temporarily_unavailable', 'cooling', seconds === undefined ? {} : { retry_after_seconds: seconds });
+function routeHealth(provider: string, upstreamModel: string, state: textV1.RouteState, untilUnixMs: number) {
+  return create(textV1.RouteHealthSchema, { provider, upstreamModel, state, untilUnixMs: BigInt(untilUnixMs) });
+}
 
-describe('a model whose every route cools down in the text or media service', () => {
+describe('a model whose every route the text service has opened (route health)', () => {
   let now = NOW;
   const c = new CatalogCache(() => now);
   c.replace(
     create(catalogV1.GetSnapshotResponseSchema, {
-      models: [model('ok'), model('other')],
-      providers: [{ provider: 'p1', lastSuccessUnixMs: BigInt(NOW), servedModels: ['ok-up', 'other-up'] }],
+      models: [model('ok', { routes: [{ provider: 'p1', upstreamModel: 'ok-up', priority: 0, weight: 1 }, { provider: 'p2', upstreamModel: 'ok-b', priority: 1, weight: 1 }] }), model('other')],
+      providers: [
+        { provider: 'p1', lastSuccessUnixMs: BigInt(NOW), servedModels: ['ok-up', 'other-up'] },
+        { provider: 'p2', lastSuccessUnixMs: BigInt(NOW), servedModels: ['ok-b'] },
+      ],
       maxSyncAgeMs: BigInt(MAX_AGE),
     }),
   );
 
-  it('leaves the listing and is refused at once, with Retry-After, until it is back', () => {
-    c.noteFailure('ok', new GatewayError('upstream_error', 'failed')); // other failures change nothing
-    c.noteFailure('ok', cooling()); // nor a model with no route at all (the catalog says so itself)
+  it('stays listed while one route serves; leaves the listing and is refused with Retry-After when all are open; is back when one closes', () => {
+    c.routeHealth.replace([routeHealth('p1', 'ok-up', textV1.RouteState.OPEN, NOW + 30_000)]);
     expect(c.listing().map((m) => m.id)).toEqual(['ok', 'other']);
-    c.noteFailure('ok', cooling(30));
+    expect(codeOf(() => c.resolve('ok', 'chat/completions'))).toBe('ok');
+
+    c.routeHealth.apply(create(eventsV1.RouteHealthChangedSchema, { route: routeHealth('p2', 'ok-b', textV1.RouteState.HALF_OPEN, NOW + 2_000) }));
     expect(c.listing().map((m) => m.id)).toEqual(['other']);
-    expect(() => c.resolve('ok', 'chat/completions')).toThrow(expect.objectContaining({ code: 'model_temporarily_unavailable', details: { retry_after_seconds: 30 } }));
-    now += 29_500;
+    expect(() => c.resolve('ok', 'chat/completions')).toThrow(expect.objectContaining({ code: 'model_temporarily_unavailable', details: { retry_after_seconds: 2 } }));
+    now += 2_500;
+    // A probe is due but has not answered yet: still refused, asked back in a second.
     expect(() => c.resolve('ok', 'chat/completions')).toThrow(expect.objectContaining({ details: { retry_after_seconds: 1 } }));
-    now += 500;
+
+    c.routeHealth.apply(create(eventsV1.RouteHealthChangedSchema, { route: routeHealth('p2', 'ok-b', textV1.RouteState.CLOSED, 0) }));
     expect(codeOf(() => c.resolve('ok', 'chat/completions'))).toBe('ok');
     expect(c.listing().map((m) => m.id)).toEqual(['ok', 'other']);
+  });
+});
+
+describe('aliases: other public ids of one model', () => {
+  const created = BigInt(NOW - 86_400_000);
+  const c = cache(
+    [
+      model('canon', { aliases: ['nick', 'other/nick'], createdUnixMs: created }),
+      model('off', { enabled: false, aliases: ['off-nick'] }),
+      // An alias equal to another model's id never hides that model.
+      model('clash', { aliases: ['canon'] }),
+    ],
+    [['p1', 1_000, ['canon-up', 'off-up', 'clash-up']]],
+  );
+
+  it('resolve to their model, which is what billing and the routes see, and remember the name asked for', () => {
+    const r = c.resolve('nick', 'messages');
+    expect([r.id, r.requested]).toEqual(['canon', 'nick']);
+    expect(r.routes.map((x) => x.upstreamModel)).toEqual(['canon-up']);
+    expect(c.resolve('canon', 'messages')).toMatchObject({ id: 'canon', requested: 'canon' });
+    // A disabled model is disabled by every name, and its messages use the name the client sent.
+    expect(() => c.resolve('off-nick', 'chat/completions')).toThrow(expect.objectContaining({ code: 'model_disabled', message: 'The model off-nick is disabled.' }));
+    expect(codeOf(() => c.resolve('off-nick', 'chat'))).toBe('unknown_model');
+  });
+
+  it('are listed as items of their own with alias_of, and the SDK fields; the Anthropic ones only when asked', () => {
+    const listing = c.listing();
+    expect(listing.map((m) => m.id)).toEqual(['canon', 'nick', 'other/nick', 'clash']);
+    expect(listing[1]).toEqual({
+      id: 'nick',
+      kind: 'TEXT',
+      capabilities: TEXT_CAPS,
+      price_credit_per_unit: 100,
+      billing_unit: 'million_tokens',
+      object: 'model',
+      created: Number(created) / 1000,
+      owned_by: 'p1',
+      alias_of: 'canon',
+    });
+    expect(listing[0]).not.toHaveProperty('alias_of');
+    expect(c.listed('canon', true)).toMatchObject({ id: 'canon', type: 'model', display_name: 'canon', created_at: new Date(Number(created)).toISOString() });
+    expect(c.listed('other/nick')).toMatchObject({ id: 'other/nick', alias_of: 'canon' });
+    expect(() => c.listed('off-nick')).toThrow(expect.objectContaining({ code: 'not_found' }));
+    expect(() => c.listed('missing')).toThrow(expect.objectContaining({ code: 'not_found', message: expect.stringContaining('GET /v1/models') }));
   });
 });

@@ -20,6 +20,7 @@ function refusal(fn: () => unknown): GatewayError {
 function model(imageSizes: string[]): ResolvedModel {
   return {
     id: 'img',
+    requested: 'img',
     kind: 'IMAGE',
     unit: billingV1.BillingUnit.IMAGE,
     price: 1n,

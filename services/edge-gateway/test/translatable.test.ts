@@ -7,6 +7,7 @@ import type { ResolvedModel } from '../src/state/catalog-cache.ts';
 function model(...speaks: string[][]): ResolvedModel {
   return {
     id: 'm',
+    requested: 'm',
     kind: 'TEXT',
     unit: billingV1.BillingUnit.MILLION_TOKENS,
     price: 1n,

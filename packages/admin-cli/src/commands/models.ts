@@ -25,6 +25,7 @@ export function modelOut(m: catalogV1.Model | undefined) {
     capabilities: m.capabilities,
     price_credit_per_unit: m.priceCreditPerUnit ?? null,
     enabled: m.enabled,
+    aliases: m.aliases,
     routes: m.routes.map((r) => ({ provider: r.provider, upstream_model: r.upstreamModel, priority: r.priority, weight: r.weight })),
     limits: {
       max_output_tokens: m.limits?.maxOutputTokens,
@@ -158,6 +159,23 @@ export function modelCommands(program: Command, run: Run): void {
         run(async (c) => ({ model: modelOut((await c.catalog.setEnabled({ modelId: id, enabled })).model) }), !!o.json),
       );
   }
+
+  const alias = model.command('alias').description("a model's other public ids (resolved, listed and billed as the model)");
+  alias
+    .command('add')
+    .requiredOption('--model <id>', "the model's own id")
+    .requiredOption('--alias <public id>', 'the other public id clients may send')
+    .option('--json', 'print one JSON object')
+    .action((o: { model: string; alias: string; json?: boolean }) =>
+      run(async (c) => ({ model: modelOut((await c.catalog.addAlias({ modelId: o.model, alias: o.alias })).model) }), !!o.json),
+    );
+  alias
+    .command('remove')
+    .requiredOption('--alias <public id>', 'the alias to remove')
+    .option('--json', 'print one JSON object')
+    .action((o: { alias: string; json?: boolean }) =>
+      run(async (c) => ({ model: modelOut((await c.catalog.removeAlias({ alias: o.alias })).model) }), !!o.json),
+    );
 
   const catalog = program.command('catalog').description('catalog-wide operations');
   catalog

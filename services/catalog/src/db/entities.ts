@@ -18,6 +18,7 @@ const ModelSchema = defineEntity({
     imageSizes: p.array(),
     videoFirstFrame: p.boolean(),
     videoLastFrame: p.boolean(),
+    createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },
 });
@@ -38,6 +39,19 @@ const ModelRouteSchema = defineEntity({
 });
 export class ModelRoute extends ModelRouteSchema.class {}
 ModelRouteSchema.setClass(ModelRoute);
+
+/** Another public id of a model: resolved, listed and billed as that model. */
+const ModelAliasSchema = defineEntity({
+  name: 'ModelAlias',
+  tableName: 'model_alias',
+  properties: {
+    alias: p.text().primary(),
+    modelId: p.text(),
+    createdAt: p.datetime(),
+  },
+});
+export class ModelAlias extends ModelAliasSchema.class {}
+ModelAliasSchema.setClass(ModelAlias);
 
 /** The latest evidence of which upstream models a provider serves. */
 const ProviderSyncSchema = defineEntity({
@@ -67,4 +81,4 @@ const SettingSchema = defineEntity({
 export class Setting extends SettingSchema.class {}
 SettingSchema.setClass(Setting);
 
-export const catalogEntities = [Model, ModelRoute, ProviderSync, Setting];
+export const catalogEntities = [Model, ModelRoute, ModelAlias, ProviderSync, Setting];

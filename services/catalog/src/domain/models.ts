@@ -4,7 +4,7 @@ import { catalogV1, eventsV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { enqueueEvent } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Model, ModelRoute, Setting } from '../db/entities.ts';
+import { Model, ModelAlias, ModelRoute, Setting } from '../db/entities.ts';
 
 export const CATALOG_CHANGED_SUBJECT = 'catalog.model.changed';
 
@@ -21,7 +21,14 @@ export const CAPABILITIES_BY_KIND: Record<KindName, readonly string[]> = {
 
 const SIZE = /^[1-9][0-9]{1,4}x[1-9][0-9]{1,4}$/;
 
-export function toProto(m: Model, routes: ModelRoute[]): catalogV1.Model {
+/** A model as stored, with its routes and aliases (the lists may hold other models' rows too). */
+export interface StoredModel {
+  model: Model;
+  routes: ModelRoute[];
+  aliases: ModelAlias[];
+}
+
+export function toProto(m: Model, routes: ModelRoute[], aliases: ModelAlias[]): catalogV1.Model {
   return create(catalogV1.ModelSchema, {
     id: m.id,
     kind: KINDS[m.kind as KindName] ?? catalogV1.ModelKind.UNSPECIFIED,
@@ -40,8 +47,15 @@ export function toProto(m: Model, routes: ModelRoute[]): catalogV1.Model {
       videoFirstFrame: m.videoFirstFrame,
       videoLastFrame: m.videoLastFrame,
     },
+    createdUnixMs: BigInt(new Date(m.createdAt).getTime()),
+    aliases: aliases
+      .filter((a) => a.modelId === m.id)
+      .map((a) => a.alias)
+      .sort(),
   });
 }
+
+export const storedToProto = (s: StoredModel) => toProto(s.model, s.routes, s.aliases);
 
 /** Queues the event that makes every gateway reload its snapshot; same transaction as the change. */
 export function announceChange(em: EntityManager, modelId: string): void {
@@ -63,10 +77,11 @@ export async function setListingHidden(em: EntityManager, hidden: boolean): Prom
   return hidden;
 }
 
-export async function allModels(em: EntityManager): Promise<{ models: Model[]; routes: ModelRoute[] }> {
+export async function allModels(em: EntityManager): Promise<{ models: Model[]; routes: ModelRoute[]; aliases: ModelAlias[] }> {
   const models = await em.find(Model, {}, { orderBy: { id: 'asc' } });
   const routes = await em.find(ModelRoute, {});
-  return { models, routes };
+  const aliases = await em.find(ModelAlias, {}, { orderBy: { alias: 'asc' } });
+  return { models, routes, aliases };
 }
 
 const COUNT_TOKENS = 'messages/count_tokens';
@@ -103,10 +118,12 @@ function repeated(values: string[]): string | undefined {
   return values.find((v, i) => values.indexOf(v) !== i);
 }
 
+const PUBLIC_ID = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+
 function validate(input: catalogV1.Model, configured: (provider: string) => boolean): KindName {
   const kind = KIND_BY_ENUM.get(input.kind);
   if (!kind) throw new GatewayError('invalid_request', 'A model needs a kind: TEXT, IMAGE or VIDEO.');
-  if (!/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/.test(input.id)) {
+  if (!PUBLIC_ID.test(input.id)) {
     throw new GatewayError('invalid_request', 'A model id is 1-128 letters, digits or . _ : / -');
   }
   const allowed = CAPABILITIES_BY_KIND[kind];
@@ -138,7 +155,7 @@ export async function upsertModel(
   em: EntityManager,
   input: catalogV1.Model,
   providers: { configured: (provider: string) => boolean; counts: (provider: string) => boolean },
-): Promise<{ model: Model; routes: ModelRoute[] }> {
+): Promise<StoredModel> {
   const kind = validate(input, providers.configured);
   const counts = providers.counts;
   const routesIn =
@@ -147,6 +164,12 @@ export async function upsertModel(
       : [create(catalogV1.RouteSchema, { provider: input.provider, upstreamModel: input.upstreamModel, weight: 1 })];
   const capabilities = capabilitiesOf(input, kind, routesIn.map((r) => r.provider), counts);
   return em.transactional(async (tx) => {
+    // One public id names one model: an alias is not taken over by a new model.
+    const alias = await tx.findOne(ModelAlias, { alias: input.id });
+    if (alias) {
+      throw new GatewayError('invalid_request', `${input.id} is an alias of ${alias.modelId}; remove it first (model alias remove --alias ${input.id}).`);
+    }
+    const existing = await tx.findOne(Model, { id: input.id });
     const first = routesIn[0]!;
     const model = tx.create(
       Model,
@@ -162,6 +185,7 @@ export async function upsertModel(
         imageSizes: input.limits?.imageSizes ?? [],
         videoFirstFrame: input.limits?.videoFirstFrame ?? false,
         videoLastFrame: input.limits?.videoLastFrame ?? false,
+        createdAt: existing?.createdAt ?? new Date(),
         updatedAt: new Date(),
       },
       { persist: false },
@@ -173,19 +197,62 @@ export async function upsertModel(
     );
     announceChange(tx, input.id);
     await tx.flush();
-    return { model, routes };
+    return { model, routes, aliases: await tx.find(ModelAlias, { modelId: input.id }) };
   });
 }
 
-async function changeModel(em: EntityManager, id: string, change: (m: Model) => void): Promise<{ model: Model; routes: ModelRoute[] }> {
+async function changeModel(em: EntityManager, id: string, change: (m: Model) => void): Promise<StoredModel> {
   return em.transactional(async (tx) => {
     const model = await tx.findOne(Model, { id });
-    if (!model) throw new GatewayError('unknown_model', `No model ${id}.`);
+    if (!model) throw new GatewayError('unknown_model', await noModelMessage(tx, id));
     change(model);
     model.updatedAt = new Date();
     announceChange(tx, id);
     await tx.flush();
-    return { model, routes: await tx.find(ModelRoute, { modelId: id }) };
+    return { model, routes: await tx.find(ModelRoute, { modelId: id }), aliases: await tx.find(ModelAlias, { modelId: id }) };
+  });
+}
+
+/** Operator commands take a model's own id; given an alias, the message names the model. */
+async function noModelMessage(em: EntityManager, id: string): Promise<string> {
+  const alias = await em.findOne(ModelAlias, { alias: id });
+  return alias ? `${id} is an alias of ${alias.modelId}; give the model's own id.` : `No model ${id}.`;
+}
+
+/**
+ * Gives a model another public id. The alias must be free: not a model's id, not another model's
+ * alias (given again for the same model, it is kept, and the answer is the same).
+ */
+export async function addAlias(em: EntityManager, modelId: string, alias: string): Promise<StoredModel> {
+  if (!PUBLIC_ID.test(alias)) throw new GatewayError('invalid_request', 'An alias is 1-128 letters, digits or . _ : / -, like a model id.');
+  return em.transactional(async (tx) => {
+    const model = await tx.findOne(Model, { id: modelId });
+    if (!model) throw new GatewayError('unknown_model', await noModelMessage(tx, modelId));
+    if (await tx.findOne(Model, { id: alias })) throw new GatewayError('invalid_request', `${alias} is a model's own id; an alias must be a free public id.`);
+    const taken = await tx.findOne(ModelAlias, { alias });
+    if (taken && taken.modelId !== modelId) {
+      throw new GatewayError('invalid_request', `${alias} is already an alias of ${taken.modelId}; remove it there first (model alias remove --alias ${alias}).`);
+    }
+    if (!taken) {
+      tx.create(ModelAlias, { alias, modelId, createdAt: new Date() });
+      announceChange(tx, modelId);
+      await tx.flush();
+    }
+    return { model, routes: await tx.find(ModelRoute, { modelId }), aliases: await tx.find(ModelAlias, { modelId }) };
+  });
+}
+
+/** Takes an alias away; the model it belonged to is answered. */
+export async function removeAlias(em: EntityManager, alias: string): Promise<StoredModel> {
+  return em.transactional(async (tx) => {
+    const row = await tx.findOne(ModelAlias, { alias });
+    if (!row) throw new GatewayError('not_found', `${alias} is not an alias (see models list).`);
+    const modelId = row.modelId;
+    tx.remove(row);
+    announceChange(tx, modelId);
+    await tx.flush();
+    const model = await tx.findOneOrFail(Model, { id: modelId });
+    return { model, routes: await tx.find(ModelRoute, { modelId }), aliases: await tx.find(ModelAlias, { modelId }) };
   });
 }
 

@@ -2,7 +2,7 @@ import type { catalogV1, MethodsOf, ServiceImpl } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ProviderSync } from '../db/entities.ts';
-import { allModels, isListingHidden, setEnabled, setListingHidden, setPrice, toProto, upsertModel } from '../domain/models.ts';
+import { addAlias, allModels, isListingHidden, removeAlias, setEnabled, setListingHidden, setPrice, storedToProto, toProto, upsertModel } from '../domain/models.ts';
 import type { ModelLister } from '../domain/provider-sync.ts';
 import { syncProviders } from '../domain/provider-sync.ts';
 
@@ -33,34 +33,29 @@ export function catalogHandler(deps: CatalogDeps): ServiceImpl<MethodsOf<typeof 
   return {
     listModels: async (req) => {
       const e = em();
-      const { models, routes } = await allModels(e);
+      const { models, routes, aliases } = await allModels(e);
       const listed = req.listableOnly ? models.filter((m) => m.enabled && m.price !== null) : models;
-      return { models: listed.map((m) => toProto(m, routes)), listingHidden: await isListingHidden(e) };
+      return { models: listed.map((m) => toProto(m, routes, aliases)), listingHidden: await isListingHidden(e) };
     },
     upsertModel: async (req) => {
       if (!req.model) throw new GatewayError('invalid_request', 'model is required');
       const configured = (name: string) => deps.providers.some((p) => p.name === name);
-      const { model, routes } = await upsertModel(em(), req.model, { configured, counts: deps.countsTokens });
-      return { model: toProto(model, routes) };
+      return { model: storedToProto(await upsertModel(em(), req.model, { configured, counts: deps.countsTokens })) };
     },
-    setPrice: async (req) => {
-      const { model, routes } = await setPrice(em(), req.modelId, req.priceCreditPerUnit);
-      return { model: toProto(model, routes) };
-    },
-    setEnabled: async (req) => {
-      const { model, routes } = await setEnabled(em(), req.modelId, req.enabled);
-      return { model: toProto(model, routes) };
-    },
+    setPrice: async (req) => ({ model: storedToProto(await setPrice(em(), req.modelId, req.priceCreditPerUnit)) }),
+    setEnabled: async (req) => ({ model: storedToProto(await setEnabled(em(), req.modelId, req.enabled)) }),
+    addAlias: async (req) => ({ model: storedToProto(await addAlias(em(), req.modelId, req.alias)) }),
+    removeAlias: async (req) => ({ model: storedToProto(await removeAlias(em(), req.alias)) }),
     setListingHidden: async (req) => ({ hidden: await setListingHidden(em(), req.hidden) }),
     syncProviders: async () => ({
       providers: (await syncProviders(em(), deps.providers, deps.now, deps.syncTimeoutMs)).map(syncProto),
     }),
     getSnapshot: async () => {
       const e = em();
-      const { models, routes } = await allModels(e);
+      const { models, routes, aliases } = await allModels(e);
       const syncs = await e.find(ProviderSync, {});
       return {
-        models: models.map((m) => toProto(m, routes)),
+        models: models.map((m) => toProto(m, routes, aliases)),
         providers: syncs.map(syncProto),
         listingHidden: await isListingHidden(e),
         maxSyncAgeMs: BigInt(deps.maxSyncAgeMs),

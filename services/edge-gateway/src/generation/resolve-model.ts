@@ -14,12 +14,17 @@ const tracer = () => trace.getTracer('@gw/edge-gateway');
  * Step 5 of the order of checks, for every generation route, in its own span: the catalog's
  * answer comes from the gateway's snapshot of it (no call per request), and the trace still shows
  * the resolution and its outcome. The request remembers its model, so that a service's answer
- * that every route of it is cooling down is noted in one place (the app's `onError` hook).
+ * that every route of it is cooling down is noted in one place (the app's `onError` hook). Asked
+ * by an alias, its trace and log lines name the model and the name asked for. Billing records the model
+ * (`resolved.id`): an alias is charged and counted as its model.
  */
 export function resolveModel(deps: GatewayDeps, request: FastifyRequest, model: string, endpoint: string): ResolvedModel {
   const resolved = tracer().startActiveSpan('catalog.resolve', { attributes: { 'gen_ai.request.model': model, 'gw.endpoint': endpoint } }, (span) => {
     try {
-      return deps.catalogCache.resolve(model, endpoint);
+      const found = deps.catalogCache.resolve(model, endpoint);
+      // Asked by an alias: the trace names the model it was resolved, billed and counted as.
+      if (found.id !== model) span.setAttribute('gw.model', found.id);
+      return found;
     } catch (err) {
       span.setAttribute('error.type', err instanceof GatewayError ? err.code : 'error');
       throw err;
@@ -28,5 +33,7 @@ export function resolveModel(deps: GatewayDeps, request: FastifyRequest, model: 
     }
   });
   request.resolvedModel = resolved.id;
+  // The request's later log lines, its access log included, name both.
+  if (resolved.requested !== resolved.id) request.log = request.log.child({ model: resolved.id, requested_model: resolved.requested });
   return resolved;
 }

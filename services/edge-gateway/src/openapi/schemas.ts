@@ -54,10 +54,27 @@ export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
       capabilities: { type: 'array', items: { type: 'string' } },
       price_credit_per_unit: { type: 'integer' },
       billing_unit: { type: 'string', enum: ['million_tokens', 'image', 'second'] },
+      object: { type: 'string', enum: ['model'], description: 'OpenAI SDK field.' },
+      created: { type: 'integer', description: 'OpenAI SDK field: when the model was added to the catalog (unix seconds).' },
+      owned_by: { type: 'string', description: 'OpenAI SDK field: the provider of the model’s primary route.' },
+      alias_of: { type: 'string', description: 'Present on an alias: the model it names (billed and counted as that model).' },
+      type: { type: 'string', enum: ['model'], description: 'Anthropic SDK field; only with an `anthropic-version` header.' },
+      display_name: { type: 'string', description: 'Anthropic SDK field (the id); only with an `anthropic-version` header.' },
+      created_at: { type: 'string', format: 'date-time', description: 'Anthropic SDK field; only with an `anthropic-version` header.' },
     },
-    required: ['id', 'kind', 'capabilities', 'price_credit_per_unit', 'billing_unit'],
+    required: ['id', 'kind', 'capabilities', 'price_credit_per_unit', 'billing_unit', 'object', 'created', 'owned_by'],
   },
-  { $id: 'ModelList', type: 'object', properties: { data: { type: 'array', items: { $ref: 'Model#' } } }, required: ['data'] },
+  {
+    $id: 'ModelList',
+    type: 'object',
+    properties: {
+      data: { type: 'array', items: { $ref: 'Model#' } },
+      has_more: { type: 'boolean', description: 'Anthropic SDK paging; only with an `anthropic-version` header (always false: one page).' },
+      first_id: { type: ['string', 'null'], description: 'Anthropic SDK paging; only with an `anthropic-version` header.' },
+      last_id: { type: ['string', 'null'], description: 'Anthropic SDK paging; only with an `anthropic-version` header.' },
+    },
+    required: ['data'],
+  },
   {
     $id: 'ChatCompletionRequest',
     type: 'object',
@@ -272,7 +289,8 @@ const IDEMPOTENCY = { 'idempotency-key': 'Repeats of a create with this key answ
 
 /** The documentation of every public route, by the route's path below the base path. */
 export const ROUTE_DOCS = {
-  models: schema({ summary: 'List callable models (spec 4.1)', tags: ['models'], ok: 'ModelList', codes: [...AUTH, 'model_catalog_disabled'] }),
+  models: schema({ summary: 'List callable models (spec 4.1); aliases are items of their own', tags: ['models'], ok: 'ModelList', codes: [...AUTH, 'model_catalog_disabled'] }),
+  'models/:id': schema({ summary: 'One listed model, by its id or an alias (404 not_found when not listed)', tags: ['models'], ok: 'Model', params: ['id'], codes: [...AUTH, 'model_catalog_disabled', 'not_found'] }),
   'chat/completions': schema({ summary: 'Chat completions (spec 4.2)', tags: ['text'], body: 'ChatCompletionRequest', ok: 'ChatCompletion', codes: TEXT, streams: true }),
   chat: schema({ summary: 'Original chat contract (spec 4.3)', tags: ['text'], body: 'LegacyChatRequest', ok: 'LegacyChatResponse', codes: TEXT }),
   messages: schema({ summary: 'Messages protocol (spec 4.4)', tags: ['text'], body: 'MessagesRequest', ok: 'Message', codes: TEXT, streams: true }),

@@ -1,5 +1,6 @@
 import { billingV1, catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
+import { RouteHealthView } from './route-health.ts';
 
 /** A route the request may use now: its provider's listing is fresh and serves the model. */
 export interface LiveRoute {
@@ -13,7 +14,10 @@ export interface LiveRoute {
 
 /** What a generation request needs to know about its model. */
 export interface ResolvedModel {
+  /** The model's own id: what billing records and the routes serve. */
   id: string;
+  /** The public id the request named: the model's id or one of its aliases. */
+  requested: string;
   kind: 'TEXT' | 'IMAGE' | 'VIDEO';
   unit: billingV1.BillingUnit;
   price: bigint;
@@ -40,17 +44,20 @@ function routesOf(m: catalogV1.Model): catalogV1.Route[] {
 export class CatalogCache {
   #snapshot: catalogV1.GetSnapshotResponse | null = null;
   #models = new Map<string, catalogV1.Model>();
+  /** Every public id, the models' own and their aliases, to its model. */
+  #byPublicId = new Map<string, catalogV1.Model>();
   #syncs = new Map<string, catalogV1.ProviderSync>();
   /** The text dialects of each provider, from the snapshot. */
   #dialects = new Map<string, readonly string[]>();
   /** Served upstream models per provider, as sets: resolution runs on every request. */
   #served = new Map<string, Set<string>>();
-  /** Models a service found with every route cooling down, until when (ms): see `coolDown`. */
-  readonly #coolingUntil = new Map<string, number>();
   readonly #now: () => number;
+  /** The text routes the deployment's route health has opened. */
+  readonly routeHealth: RouteHealthView;
 
-  constructor(now: () => number = Date.now) {
+  constructor(now: () => number = Date.now, routeHealth: RouteHealthView = new RouteHealthView(now)) {
     this.#now = now;
+    this.routeHealth = routeHealth;
   }
 
   get loaded(): boolean {
@@ -60,6 +67,8 @@ export class CatalogCache {
   replace(snapshot: catalogV1.GetSnapshotResponse): void {
     this.#snapshot = snapshot;
     this.#models = new Map(snapshot.models.map((m) => [m.id, m]));
+    this.#byPublicId = new Map(this.#models);
+    for (const m of snapshot.models) for (const alias of m.aliases) if (!this.#models.has(alias)) this.#byPublicId.set(alias, m);
     this.#syncs = new Map(snapshot.providers.map((p) => [p.provider, p]));
     this.#served = new Map(snapshot.providers.map((p) => [p.provider, new Set(p.servedModels)]));
     this.#dialects = new Map(snapshot.protocols.map((p) => [p.provider, p.textDialects]));
@@ -87,36 +96,27 @@ export class CatalogCache {
   }
 
   /**
-   * Takes note of a failed call for the model. When the service answered that every route of the
-   * model is cooling down after repeated failures (for `retry_after_seconds` more), this replica
-   * leaves the model out of its listing and refuses it at once until then, with no hold taken
-   * (spec 7.2: the model reappears in the listing when served again).
+   * Seconds until the model serves again when every live route of it is open (route health,
+   * judged by the text service across accounts and with its own probes); 0 when one serves. Such
+   * a model is left out of the listing and refused at once, with no hold taken (spec 7.2: it
+   * reappears in the listing when served again). One account's failures never open a route.
    */
-  noteFailure(modelId: string, err: unknown): void {
-    if (!(err instanceof GatewayError) || err.code !== 'model_temporarily_unavailable') return;
-    const seconds = err.details.retry_after_seconds ?? 0;
-    if (seconds > 0) this.#coolingUntil.set(modelId, this.#now() + seconds * 1000);
-  }
-
-  /** Seconds until the model's cool-down ends; 0 when it is not cooling down. */
   #coolingFor(modelId: string): number {
-    const until = this.#coolingUntil.get(modelId);
-    if (until === undefined) return 0;
-    const left = until - this.#now();
-    if (left > 0) return Math.ceil(left / 1000);
-    this.#coolingUntil.delete(modelId);
-    return 0;
+    const m = this.#models.get(modelId);
+    return m ? this.routeHealth.restingFor(this.#live(m).routes) : 0;
   }
 
   /**
    * Resolves (model, endpoint) to a route set or exactly one error, in the order of DECISIONS.md
    * step 5. On `POST /chat` a disabled model is `unknown_model` (spec 4.3).
    */
-  resolve(modelId: string, endpoint: string): ResolvedModel {
+  resolve(requested: string, endpoint: string): ResolvedModel {
     // Not loaded yet (catalog away since this replica started): no model is known, but that is
     // no reason to tell a client its model does not exist (a 400 it must not retry).
     if (!this.#snapshot) throw new GatewayError('upstream_error', 'The model catalog is not loaded yet. Retry in a few seconds.');
-    const m = this.#models.get(modelId);
+    const m = this.#byPublicId.get(requested);
+    // Messages name the model as the client did; cool-downs are the model's, whatever its name.
+    const modelId = requested;
     const kind = m ? KIND[m.kind as keyof typeof KIND] : undefined;
     // On /chat a disabled model does not exist (spec 4.3), whatever else it could not do.
     if (!m || !kind || (endpoint === 'chat' && !m.enabled)) throw new GatewayError('unknown_model', `The model ${JSON.stringify(modelId)} does not exist.`);
@@ -134,7 +134,7 @@ export class CatalogCache {
     if (live.routes.length === 0) {
       throw new GatewayError('model_temporarily_unavailable', `The model ${modelId} is temporarily unavailable. Nothing was charged.`);
     }
-    const cooling = this.#coolingFor(modelId);
+    const cooling = this.#coolingFor(m.id);
     if (cooling > 0) {
       throw new GatewayError('model_temporarily_unavailable', `The model ${modelId} is temporarily unavailable after repeated provider failures. Nothing was charged.`, {
         retry_after_seconds: cooling,
@@ -142,6 +142,7 @@ export class CatalogCache {
     }
     return {
       id: m.id,
+      requested,
       kind: kind.kind,
       unit: kind.unit,
       price: m.priceCreditPerUnit,
@@ -155,21 +156,57 @@ export class CatalogCache {
     };
   }
 
-  /** Spec 4.1: enabled, priced and currently served models; 503 when the listing is hidden. */
-  listing() {
+  /**
+   * Spec 4.1: enabled, priced and currently served models; 503 when the listing is hidden. Each
+   * alias is an item of its own (with `alias_of`), so a client that checks its model name in the
+   * listing finds the name it uses. Beside the contract's five fields, every item carries the
+   * OpenAI SDK's (`object`, `created`, `owned_by`) and, for `anthropic` (a request with an
+   * `anthropic-version` header), the Anthropic SDK's (`type`, `display_name`, `created_at`).
+   */
+  listing(anthropic = false): ListingItem[] {
     if (!this.#snapshot) throw new GatewayError('upstream_error', 'The model catalog is not loaded yet.');
     if (this.#snapshot.listingHidden) throw new GatewayError('model_catalog_disabled', 'The model listing is currently hidden.');
     return this.#snapshot.models
       .filter((m) => m.enabled && m.priceCreditPerUnit !== undefined && m.kind in KIND && this.#live(m).routes.length > 0 && this.#coolingFor(m.id) === 0)
-      .map((m) => {
-        const k = KIND[m.kind as keyof typeof KIND];
-        return {
-          id: m.id,
-          kind: k.kind,
-          capabilities: m.capabilities,
-          price_credit_per_unit: Number(m.priceCreditPerUnit),
-          billing_unit: k.billing_unit,
-        };
-      });
+      .flatMap((m) => [listingItem(m, m.id, anthropic), ...m.aliases.filter((a) => this.#byPublicId.get(a) === m).map((a) => listingItem(m, a, anthropic))]);
   }
+
+  /** One item of the listing, by any of its public ids; 404 `not_found` when it is not listed. */
+  listed(publicId: string, anthropic = false): ListingItem {
+    const item = this.listing(anthropic).find((i) => i.id === publicId);
+    if (!item) throw new GatewayError('not_found', `The model ${JSON.stringify(publicId)} is not listed. GET /v1/models lists the models you can use.`);
+    return item;
+  }
+}
+
+export interface ListingItem {
+  id: string;
+  kind: string;
+  capabilities: string[];
+  price_credit_per_unit: number;
+  billing_unit: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+  alias_of?: string;
+  type?: 'model';
+  display_name?: string;
+  created_at?: string;
+}
+
+function listingItem(m: catalogV1.Model, id: string, anthropic: boolean): ListingItem {
+  const k = KIND[m.kind as keyof typeof KIND];
+  const createdMs = Number(m.createdUnixMs);
+  return {
+    id,
+    kind: k.kind,
+    capabilities: m.capabilities,
+    price_credit_per_unit: Number(m.priceCreditPerUnit),
+    billing_unit: k.billing_unit,
+    object: 'model',
+    created: Math.floor(createdMs / 1000),
+    owned_by: routesOf(m)[0]!.provider,
+    ...(id === m.id ? {} : { alias_of: m.id }),
+    ...(anthropic ? { type: 'model' as const, display_name: id, created_at: new Date(createdMs).toISOString() } : {}),
+  };
 }

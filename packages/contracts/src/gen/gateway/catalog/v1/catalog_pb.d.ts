@@ -11,6 +11,93 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_gateway_catalog_v1_catalog: GenFile;
 
 /**
+ * AddAliasRequest names the model and its new public id.
+ *
+ * @generated from message gateway.catalog.v1.AddAliasRequest
+ */
+export declare type AddAliasRequest = Message<"gateway.catalog.v1.AddAliasRequest"> & {
+  /**
+   * The model's own id (not an alias).
+   *
+   * @generated from field: string model_id = 1;
+   */
+  modelId: string;
+
+  /**
+   * The new public id: not a model id nor another model's alias.
+   *
+   * @generated from field: string alias = 2;
+   */
+  alias: string;
+};
+
+/**
+ * Describes the message gateway.catalog.v1.AddAliasRequest.
+ * Use `create(AddAliasRequestSchema)` to create a new message.
+ */
+export declare const AddAliasRequestSchema: GenMessage<AddAliasRequest>;
+
+/**
+ * AddAliasResponse returns the model with its aliases.
+ *
+ * @generated from message gateway.catalog.v1.AddAliasResponse
+ */
+export declare type AddAliasResponse = Message<"gateway.catalog.v1.AddAliasResponse"> & {
+  /**
+   * The stored model.
+   *
+   * @generated from field: gateway.catalog.v1.Model model = 1;
+   */
+  model?: Model | undefined;
+};
+
+/**
+ * Describes the message gateway.catalog.v1.AddAliasResponse.
+ * Use `create(AddAliasResponseSchema)` to create a new message.
+ */
+export declare const AddAliasResponseSchema: GenMessage<AddAliasResponse>;
+
+/**
+ * RemoveAliasRequest names the alias to remove.
+ *
+ * @generated from message gateway.catalog.v1.RemoveAliasRequest
+ */
+export declare type RemoveAliasRequest = Message<"gateway.catalog.v1.RemoveAliasRequest"> & {
+  /**
+   * The alias.
+   *
+   * @generated from field: string alias = 1;
+   */
+  alias: string;
+};
+
+/**
+ * Describes the message gateway.catalog.v1.RemoveAliasRequest.
+ * Use `create(RemoveAliasRequestSchema)` to create a new message.
+ */
+export declare const RemoveAliasRequestSchema: GenMessage<RemoveAliasRequest>;
+
+/**
+ * RemoveAliasResponse returns the model the alias belonged to.
+ *
+ * @generated from message gateway.catalog.v1.RemoveAliasResponse
+ */
+export declare type RemoveAliasResponse = Message<"gateway.catalog.v1.RemoveAliasResponse"> & {
+  /**
+   * The stored model.
+   *
+   * @generated from field: gateway.catalog.v1.Model model = 1;
+   */
+  model?: Model | undefined;
+};
+
+/**
+ * Describes the message gateway.catalog.v1.RemoveAliasResponse.
+ * Use `create(RemoveAliasResponseSchema)` to create a new message.
+ */
+export declare const RemoveAliasResponseSchema: GenMessage<RemoveAliasResponse>;
+
+/**
  * Route is one upstream destination of a public model.
  *
  * @generated from message gateway.catalog.v1.Route
@@ -467,6 +554,20 @@ export declare type Model = Message<"gateway.catalog.v1.Model"> & {
    * @generated from field: gateway.catalog.v1.ModelLimits limits = 9;
    */
   limits?: ModelLimits | undefined;
+
+  /**
+   * When the model was first created (unix ms).
+   *
+   * @generated from field: int64 created_unix_ms = 10;
+   */
+  createdUnixMs: bigint;
+
+  /**
+   * Other public ids of this model (aliases), ordered; each resolves to this model.
+   *
+   * @generated from field: repeated string aliases = 11;
+   */
+  aliases: string[];
 };
 
 /**
@@ -679,6 +780,26 @@ export declare const CatalogService: GenService<{
     methodKind: "unary";
     input: typeof GetSnapshotRequestSchema;
     output: typeof GetSnapshotResponseSchema;
+  },
+  /**
+   * Gives a model one more public id (an alias), resolved wherever a model id is accepted.
+   *
+   * @generated from rpc gateway.catalog.v1.CatalogService.AddAlias
+   */
+  addAlias: {
+    methodKind: "unary";
+    input: typeof AddAliasRequestSchema;
+    output: typeof AddAliasResponseSchema;
+  },
+  /**
+   * Takes an alias away from its model.
+   *
+   * @generated from rpc gateway.catalog.v1.CatalogService.RemoveAlias
+   */
+  removeAlias: {
+    methodKind: "unary";
+    input: typeof RemoveAliasRequestSchema;
+    output: typeof RemoveAliasResponseSchema;
   },
 }>;
 

@@ -8,140 +8,168 @@ import { enumDesc, fileDesc, messageDesc, serviceDesc, tsEnum } from "@bufbuild/
  * Describes the file gateway/catalog/v1/catalog.proto.
  */
 export const file_gateway_catalog_v1_catalog = /*@__PURE__*/
-  fileDesc("CiBnYXRld2F5L2NhdGFsb2cvdjEvY2F0YWxvZy5wcm90bxISZ2F0ZXdheS5jYXRhbG9nLnYxIlMKBVJvdXRlEhAKCHByb3ZpZGVyGAEgASgJEhYKDnVwc3RyZWFtX21vZGVsGAIgASgJEhAKCHByaW9yaXR5GAMgASgFEg4KBndlaWdodBgEIAEoBSJyCgtNb2RlbExpbWl0cxIZChFtYXhfb3V0cHV0X3Rva2VucxgBIAEoBRITCgtpbWFnZV9zaXplcxgCIAMoCRIZChF2aWRlb19maXJzdF9mcmFtZRgDIAEoCBIYChB2aWRlb19sYXN0X2ZyYW1lGAQgASgIIocBCgxQcm92aWRlclN5bmMSEAoIcHJvdmlkZXIYASABKAkSHAoUbGFzdF9zdWNjZXNzX3VuaXhfbXMYAiABKAMSFQoNc2VydmVkX21vZGVscxgDIAMoCRIcChRsYXN0X2F0dGVtcHRfdW5peF9tcxgEIAEoAxISCgpsYXN0X2Vycm9yGAUgASgJImEKD1NldFByaWNlUmVxdWVzdBIQCghtb2RlbF9pZBgBIAEoCRIiChVwcmljZV9jcmVkaXRfcGVyX3VuaXQYAiABKANIAIgBAUIYChZfcHJpY2VfY3JlZGl0X3Blcl91bml0IjwKEFNldFByaWNlUmVzcG9uc2USKAoFbW9kZWwYASABKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuTW9kZWwiNgoRU2V0RW5hYmxlZFJlcXVlc3QSEAoIbW9kZWxfaWQYASABKAkSDwoHZW5hYmxlZBgCIAEoCCI+ChJTZXRFbmFibGVkUmVzcG9uc2USKAoFbW9kZWwYASABKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuTW9kZWwiKQoXU2V0TGlzdGluZ0hpZGRlblJlcXVlc3QSDgoGaGlkZGVuGAEgASgIIioKGFNldExpc3RpbmdIaWRkZW5SZXNwb25zZRIOCgZoaWRkZW4YASABKAgiFgoUU3luY1Byb3ZpZGVyc1JlcXVlc3QiTAoVU3luY1Byb3ZpZGVyc1Jlc3BvbnNlEjMKCXByb3ZpZGVycxgBIAMoCzIgLmdhdGV3YXkuY2F0YWxvZy52MS5Qcm92aWRlclN5bmMiFAoSR2V0U25hcHNob3RSZXF1ZXN0IuABChNHZXRTbmFwc2hvdFJlc3BvbnNlEikKBm1vZGVscxgBIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbBIzCglwcm92aWRlcnMYAiADKAsyIC5nYXRld2F5LmNhdGFsb2cudjEuUHJvdmlkZXJTeW5jEhYKDmxpc3RpbmdfaGlkZGVuGAMgASgIEhcKD21heF9zeW5jX2FnZV9tcxgEIAEoAxI4Cglwcm90b2NvbHMYBSADKAsyJS5nYXRld2F5LmNhdGFsb2cudjEuUHJvdmlkZXJQcm90b2NvbHMiPAoRUHJvdmlkZXJQcm90b2NvbHMSEAoIcHJvdmlkZXIYASABKAkSFQoNdGV4dF9kaWFsZWN0cxgCIAMoCSKrAgoFTW9kZWwSCgoCaWQYASABKAkSKwoEa2luZBgCIAEoDjIdLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbEtpbmQSFAoMY2FwYWJpbGl0aWVzGAMgAygJEiIKFXByaWNlX2NyZWRpdF9wZXJfdW5pdBgEIAEoA0gAiAEBEg8KB2VuYWJsZWQYBSABKAgSEAoIcHJvdmlkZXIYBiABKAkSFgoOdXBzdHJlYW1fbW9kZWwYByABKAkSKQoGcm91dGVzGAggAygLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLlJvdXRlEi8KBmxpbWl0cxgJIAEoCzIfLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbExpbWl0c0IYChZfcHJpY2VfY3JlZGl0X3Blcl91bml0IioKEUxpc3RNb2RlbHNSZXF1ZXN0EhUKDWxpc3RhYmxlX29ubHkYASABKAgiVwoSTGlzdE1vZGVsc1Jlc3BvbnNlEikKBm1vZGVscxgBIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbBIWCg5saXN0aW5nX2hpZGRlbhgCIAEoCCI+ChJVcHNlcnRNb2RlbFJlcXVlc3QSKAoFbW9kZWwYASABKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuTW9kZWwiPwoTVXBzZXJ0TW9kZWxSZXNwb25zZRIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCpoCglNb2RlbEtpbmQSGgoWTU9ERUxfS0lORF9VTlNQRUNJRklFRBAAEhMKD01PREVMX0tJTkRfVEVYVBABEhQKEE1PREVMX0tJTkRfSU1BR0UQAhIUChBNT0RFTF9LSU5EX1ZJREVPEAMytgUKDkNhdGFsb2dTZXJ2aWNlElsKCkxpc3RNb2RlbHMSJS5nYXRld2F5LmNhdGFsb2cudjEuTGlzdE1vZGVsc1JlcXVlc3QaJi5nYXRld2F5LmNhdGFsb2cudjEuTGlzdE1vZGVsc1Jlc3BvbnNlEl4KC1Vwc2VydE1vZGVsEiYuZ2F0ZXdheS5jYXRhbG9nLnYxLlVwc2VydE1vZGVsUmVxdWVzdBonLmdhdGV3YXkuY2F0YWxvZy52MS5VcHNlcnRNb2RlbFJlc3BvbnNlElUKCFNldFByaWNlEiMuZ2F0ZXdheS5jYXRhbG9nLnYxLlNldFByaWNlUmVxdWVzdBokLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRQcmljZVJlc3BvbnNlElsKClNldEVuYWJsZWQSJS5nYXRld2F5LmNhdGFsb2cudjEuU2V0RW5hYmxlZFJlcXVlc3QaJi5nYXRld2F5LmNhdGFsb2cudjEuU2V0RW5hYmxlZFJlc3BvbnNlEm0KEFNldExpc3RpbmdIaWRkZW4SKy5nYXRld2F5LmNhdGFsb2cudjEuU2V0TGlzdGluZ0hpZGRlblJlcXVlc3QaLC5nYXRld2F5LmNhdGFsb2cudjEuU2V0TGlzdGluZ0hpZGRlblJlc3BvbnNlEmQKDVN5bmNQcm92aWRlcnMSKC5nYXRld2F5LmNhdGFsb2cudjEuU3luY1Byb3ZpZGVyc1JlcXVlc3QaKS5nYXRld2F5LmNhdGFsb2cudjEuU3luY1Byb3ZpZGVyc1Jlc3BvbnNlEl4KC0dldFNuYXBzaG90EiYuZ2F0ZXdheS5jYXRhbG9nLnYxLkdldFNuYXBzaG90UmVxdWVzdBonLmdhdGV3YXkuY2F0YWxvZy52MS5HZXRTbmFwc2hvdFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiBnYXRld2F5L2NhdGFsb2cvdjEvY2F0YWxvZy5wcm90bxISZ2F0ZXdheS5jYXRhbG9nLnYxIjIKD0FkZEFsaWFzUmVxdWVzdBIQCghtb2RlbF9pZBgBIAEoCRINCgVhbGlhcxgCIAEoCSI8ChBBZGRBbGlhc1Jlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsIiMKElJlbW92ZUFsaWFzUmVxdWVzdBINCgVhbGlhcxgBIAEoCSI/ChNSZW1vdmVBbGlhc1Jlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsIlMKBVJvdXRlEhAKCHByb3ZpZGVyGAEgASgJEhYKDnVwc3RyZWFtX21vZGVsGAIgASgJEhAKCHByaW9yaXR5GAMgASgFEg4KBndlaWdodBgEIAEoBSJyCgtNb2RlbExpbWl0cxIZChFtYXhfb3V0cHV0X3Rva2VucxgBIAEoBRITCgtpbWFnZV9zaXplcxgCIAMoCRIZChF2aWRlb19maXJzdF9mcmFtZRgDIAEoCBIYChB2aWRlb19sYXN0X2ZyYW1lGAQgASgIIocBCgxQcm92aWRlclN5bmMSEAoIcHJvdmlkZXIYASABKAkSHAoUbGFzdF9zdWNjZXNzX3VuaXhfbXMYAiABKAMSFQoNc2VydmVkX21vZGVscxgDIAMoCRIcChRsYXN0X2F0dGVtcHRfdW5peF9tcxgEIAEoAxISCgpsYXN0X2Vycm9yGAUgASgJImEKD1NldFByaWNlUmVxdWVzdBIQCghtb2RlbF9pZBgBIAEoCRIiChVwcmljZV9jcmVkaXRfcGVyX3VuaXQYAiABKANIAIgBAUIYChZfcHJpY2VfY3JlZGl0X3Blcl91bml0IjwKEFNldFByaWNlUmVzcG9uc2USKAoFbW9kZWwYASABKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuTW9kZWwiNgoRU2V0RW5hYmxlZFJlcXVlc3QSEAoIbW9kZWxfaWQYASABKAkSDwoHZW5hYmxlZBgCIAEoCCI+ChJTZXRFbmFibGVkUmVzcG9uc2USKAoFbW9kZWwYASABKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuTW9kZWwiKQoXU2V0TGlzdGluZ0hpZGRlblJlcXVlc3QSDgoGaGlkZGVuGAEgASgIIioKGFNldExpc3RpbmdIaWRkZW5SZXNwb25zZRIOCgZoaWRkZW4YASABKAgiFgoUU3luY1Byb3ZpZGVyc1JlcXVlc3QiTAoVU3luY1Byb3ZpZGVyc1Jlc3BvbnNlEjMKCXByb3ZpZGVycxgBIAMoCzIgLmdhdGV3YXkuY2F0YWxvZy52MS5Qcm92aWRlclN5bmMiFAoSR2V0U25hcHNob3RSZXF1ZXN0IuABChNHZXRTbmFwc2hvdFJlc3BvbnNlEikKBm1vZGVscxgBIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbBIzCglwcm92aWRlcnMYAiADKAsyIC5nYXRld2F5LmNhdGFsb2cudjEuUHJvdmlkZXJTeW5jEhYKDmxpc3RpbmdfaGlkZGVuGAMgASgIEhcKD21heF9zeW5jX2FnZV9tcxgEIAEoAxI4Cglwcm90b2NvbHMYBSADKAsyJS5nYXRld2F5LmNhdGFsb2cudjEuUHJvdmlkZXJQcm90b2NvbHMiPAoRUHJvdmlkZXJQcm90b2NvbHMSEAoIcHJvdmlkZXIYASABKAkSFQoNdGV4dF9kaWFsZWN0cxgCIAMoCSLVAgoFTW9kZWwSCgoCaWQYASABKAkSKwoEa2luZBgCIAEoDjIdLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbEtpbmQSFAoMY2FwYWJpbGl0aWVzGAMgAygJEiIKFXByaWNlX2NyZWRpdF9wZXJfdW5pdBgEIAEoA0gAiAEBEg8KB2VuYWJsZWQYBSABKAgSEAoIcHJvdmlkZXIYBiABKAkSFgoOdXBzdHJlYW1fbW9kZWwYByABKAkSKQoGcm91dGVzGAggAygLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLlJvdXRlEi8KBmxpbWl0cxgJIAEoCzIfLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbExpbWl0cxIXCg9jcmVhdGVkX3VuaXhfbXMYCiABKAMSDwoHYWxpYXNlcxgLIAMoCUIYChZfcHJpY2VfY3JlZGl0X3Blcl91bml0IioKEUxpc3RNb2RlbHNSZXF1ZXN0EhUKDWxpc3RhYmxlX29ubHkYASABKAgiVwoSTGlzdE1vZGVsc1Jlc3BvbnNlEikKBm1vZGVscxgBIAMoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbBIWCg5saXN0aW5nX2hpZGRlbhgCIAEoCCI+ChJVcHNlcnRNb2RlbFJlcXVlc3QSKAoFbW9kZWwYASABKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuTW9kZWwiPwoTVXBzZXJ0TW9kZWxSZXNwb25zZRIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCpoCglNb2RlbEtpbmQSGgoWTU9ERUxfS0lORF9VTlNQRUNJRklFRBAAEhMKD01PREVMX0tJTkRfVEVYVBABEhQKEE1PREVMX0tJTkRfSU1BR0UQAhIUChBNT0RFTF9LSU5EX1ZJREVPEAMy7QYKDkNhdGFsb2dTZXJ2aWNlElsKCkxpc3RNb2RlbHMSJS5nYXRld2F5LmNhdGFsb2cudjEuTGlzdE1vZGVsc1JlcXVlc3QaJi5nYXRld2F5LmNhdGFsb2cudjEuTGlzdE1vZGVsc1Jlc3BvbnNlEl4KC1Vwc2VydE1vZGVsEiYuZ2F0ZXdheS5jYXRhbG9nLnYxLlVwc2VydE1vZGVsUmVxdWVzdBonLmdhdGV3YXkuY2F0YWxvZy52MS5VcHNlcnRNb2RlbFJlc3BvbnNlElUKCFNldFByaWNlEiMuZ2F0ZXdheS5jYXRhbG9nLnYxLlNldFByaWNlUmVxdWVzdBokLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRQcmljZVJlc3BvbnNlElsKClNldEVuYWJsZWQSJS5nYXRld2F5LmNhdGFsb2cudjEuU2V0RW5hYmxlZFJlcXVlc3QaJi5nYXRld2F5LmNhdGFsb2cudjEuU2V0RW5hYmxlZFJlc3BvbnNlEm0KEFNldExpc3RpbmdIaWRkZW4SKy5nYXRld2F5LmNhdGFsb2cudjEuU2V0TGlzdGluZ0hpZGRlblJlcXVlc3QaLC5nYXRld2F5LmNhdGFsb2cudjEuU2V0TGlzdGluZ0hpZGRlblJlc3BvbnNlEmQKDVN5bmNQcm92aWRlcnMSKC5nYXRld2F5LmNhdGFsb2cudjEuU3luY1Byb3ZpZGVyc1JlcXVlc3QaKS5nYXRld2F5LmNhdGFsb2cudjEuU3luY1Byb3ZpZGVyc1Jlc3BvbnNlEl4KC0dldFNuYXBzaG90EiYuZ2F0ZXdheS5jYXRhbG9nLnYxLkdldFNuYXBzaG90UmVxdWVzdBonLmdhdGV3YXkuY2F0YWxvZy52MS5HZXRTbmFwc2hvdFJlc3BvbnNlElUKCEFkZEFsaWFzEiMuZ2F0ZXdheS5jYXRhbG9nLnYxLkFkZEFsaWFzUmVxdWVzdBokLmdhdGV3YXkuY2F0YWxvZy52MS5BZGRBbGlhc1Jlc3BvbnNlEl4KC1JlbW92ZUFsaWFzEiYuZ2F0ZXdheS5jYXRhbG9nLnYxLlJlbW92ZUFsaWFzUmVxdWVzdBonLmdhdGV3YXkuY2F0YWxvZy52MS5SZW1vdmVBbGlhc1Jlc3BvbnNlYgZwcm90bzM");
+
+/**
+ * Describes the message gateway.catalog.v1.AddAliasRequest.
+ * Use `create(AddAliasRequestSchema)` to create a new message.
+ */
+export const AddAliasRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_catalog_v1_catalog, 0);
+
+/**
+ * Describes the message gateway.catalog.v1.AddAliasResponse.
+ * Use `create(AddAliasResponseSchema)` to create a new message.
+ */
+export const AddAliasResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_catalog_v1_catalog, 1);
+
+/**
+ * Describes the message gateway.catalog.v1.RemoveAliasRequest.
+ * Use `create(RemoveAliasRequestSchema)` to create a new message.
+ */
+export const RemoveAliasRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_catalog_v1_catalog, 2);
+
+/**
+ * Describes the message gateway.catalog.v1.RemoveAliasResponse.
+ * Use `create(RemoveAliasResponseSchema)` to create a new message.
+ */
+export const RemoveAliasResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_catalog_v1_catalog, 3);
 
 /**
  * Describes the message gateway.catalog.v1.Route.
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 0);
+  messageDesc(file_gateway_catalog_v1_catalog, 4);
 
 /**
  * Describes the message gateway.catalog.v1.ModelLimits.
  * Use `create(ModelLimitsSchema)` to create a new message.
  */
 export const ModelLimitsSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 1);
+  messageDesc(file_gateway_catalog_v1_catalog, 5);
 
 /**
  * Describes the message gateway.catalog.v1.ProviderSync.
  * Use `create(ProviderSyncSchema)` to create a new message.
  */
 export const ProviderSyncSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 2);
+  messageDesc(file_gateway_catalog_v1_catalog, 6);
 
 /**
  * Describes the message gateway.catalog.v1.SetPriceRequest.
  * Use `create(SetPriceRequestSchema)` to create a new message.
  */
 export const SetPriceRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 3);
+  messageDesc(file_gateway_catalog_v1_catalog, 7);
 
 /**
  * Describes the message gateway.catalog.v1.SetPriceResponse.
  * Use `create(SetPriceResponseSchema)` to create a new message.
  */
 export const SetPriceResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 4);
+  messageDesc(file_gateway_catalog_v1_catalog, 8);
 
 /**
  * Describes the message gateway.catalog.v1.SetEnabledRequest.
  * Use `create(SetEnabledRequestSchema)` to create a new message.
  */
 export const SetEnabledRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 5);
+  messageDesc(file_gateway_catalog_v1_catalog, 9);
 
 /**
  * Describes the message gateway.catalog.v1.SetEnabledResponse.
  * Use `create(SetEnabledResponseSchema)` to create a new message.
  */
 export const SetEnabledResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 6);
+  messageDesc(file_gateway_catalog_v1_catalog, 10);
 
 /**
  * Describes the message gateway.catalog.v1.SetListingHiddenRequest.
  * Use `create(SetListingHiddenRequestSchema)` to create a new message.
  */
 export const SetListingHiddenRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 7);
+  messageDesc(file_gateway_catalog_v1_catalog, 11);
 
 /**
  * Describes the message gateway.catalog.v1.SetListingHiddenResponse.
  * Use `create(SetListingHiddenResponseSchema)` to create a new message.
  */
 export const SetListingHiddenResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 8);
+  messageDesc(file_gateway_catalog_v1_catalog, 12);
 
 /**
  * Describes the message gateway.catalog.v1.SyncProvidersRequest.
  * Use `create(SyncProvidersRequestSchema)` to create a new message.
  */
 export const SyncProvidersRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 9);
+  messageDesc(file_gateway_catalog_v1_catalog, 13);
 
 /**
  * Describes the message gateway.catalog.v1.SyncProvidersResponse.
  * Use `create(SyncProvidersResponseSchema)` to create a new message.
  */
 export const SyncProvidersResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 10);
+  messageDesc(file_gateway_catalog_v1_catalog, 14);
 
 /**
  * Describes the message gateway.catalog.v1.GetSnapshotRequest.
  * Use `create(GetSnapshotRequestSchema)` to create a new message.
  */
 export const GetSnapshotRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 11);
+  messageDesc(file_gateway_catalog_v1_catalog, 15);
 
 /**
  * Describes the message gateway.catalog.v1.GetSnapshotResponse.
  * Use `create(GetSnapshotResponseSchema)` to create a new message.
  */
 export const GetSnapshotResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 12);
+  messageDesc(file_gateway_catalog_v1_catalog, 16);
 
 /**
  * Describes the message gateway.catalog.v1.ProviderProtocols.
  * Use `create(ProviderProtocolsSchema)` to create a new message.
  */
 export const ProviderProtocolsSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 13);
+  messageDesc(file_gateway_catalog_v1_catalog, 17);
 
 /**
  * Describes the message gateway.catalog.v1.Model.
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 14);
+  messageDesc(file_gateway_catalog_v1_catalog, 18);
 
 /**
  * Describes the message gateway.catalog.v1.ListModelsRequest.
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 15);
+  messageDesc(file_gateway_catalog_v1_catalog, 19);
 
 /**
  * Describes the message gateway.catalog.v1.ListModelsResponse.
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 16);
+  messageDesc(file_gateway_catalog_v1_catalog, 20);
 
 /**
  * Describes the message gateway.catalog.v1.UpsertModelRequest.
  * Use `create(UpsertModelRequestSchema)` to create a new message.
  */
 export const UpsertModelRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 17);
+  messageDesc(file_gateway_catalog_v1_catalog, 21);
 
 /**
  * Describes the message gateway.catalog.v1.UpsertModelResponse.
  * Use `create(UpsertModelResponseSchema)` to create a new message.
  */
 export const UpsertModelResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 18);
+  messageDesc(file_gateway_catalog_v1_catalog, 22);
 
 /**
  * Describes the enum gateway.catalog.v1.ModelKind.
