@@ -4,8 +4,10 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth/authenticate.ts';
 import type { KeyRecord } from './auth/key-cache.ts';
 import { consultDeferredRateLimit } from './generation/deferred-rate-limit.ts';
-import { reserveBodyBytes } from './http/body-budget.ts';
+import { meterBody } from './http/body-budget.ts';
+import { exposeRepeatedHeaders } from './http/headers.ts';
 import { registerJsonBodies } from './http/json-body.ts';
+import { DEFAULT_HTTP_TIMEOUTS, serverTimeoutOptions } from './http/timeouts.ts';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './plugins/error-handler.ts';
 import { registerTelemetry } from './plugins/telemetry.ts';
 import { registerOpenApi } from './openapi/openapi.plugin.ts';
@@ -41,7 +43,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 /** Builds the public HTTP app. `main.ts` owns listening, telemetry and shutdown. */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now;
+  const timeouts = { ...DEFAULT_HTTP_TIMEOUTS, ...deps.httpTimeouts };
   const app = Fastify({
+    // Every phase of a request is bounded in time: headers, body (also when it stops arriving), keep-alive.
+    ...serverTimeoutOptions(timeouts),
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: DEFAULT_BODY_LIMIT,
@@ -106,14 +111,15 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       api.setSerializerCompiler(() => (data) => JSON.stringify(data));
       // Order of checks (DECISIONS.md): auth, then the account rate limit, before anything else.
       // Text generation routes defer the rate limit into billing's Authorize (see deferred-rate-limit.ts).
-      // Then the body's bytes are reserved, before it is read.
-      api.addHook('onRequest', (request, reply) =>
+      // Then the body is read, its bytes reserved as they arrive (see meterBody).
+      api.addHook('onRequest', (request) =>
         context.with(request.otel, async () => {
-          request.apiKey = await authenticate(request.headers.authorization, deps.keys, now());
+          request.apiKey = await authenticate(request, deps.keys, now());
           if (request.routeOptions.config.deferRateLimit !== true) await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
-          reserveBodyBytes(deps.bodyBudget, request, reply);
+          exposeRepeatedHeaders(request);
         }),
       );
+      api.addHook('preParsing', async (request, reply, payload) => meterBody(deps.bodyBudget, timeouts.bodyIdleTimeoutMs, request, reply, payload));
       await api.register(modelsRoutes, deps);
       await api.register(textRoutes, deps);
       await api.register(imagesRoutes, deps);

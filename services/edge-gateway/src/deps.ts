@@ -2,6 +2,7 @@ import type { billingV1, catalogV1, GenerateCalls, mediaV1, MethodsOf, MoneyCall
 import type { BytesBudget } from '@gw/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import type { KeyCache } from './auth/key-cache.ts';
+import type { HttpTimeouts } from './http/timeouts.ts';
 import type { CatalogCache } from './state/catalog-cache.ts';
 import type { SwitchState } from './state/switches.ts';
 
@@ -19,8 +20,10 @@ export interface GatewayDeps {
   keys: KeyCache;
   switches: SwitchState;
   catalogCache: CatalogCache;
-  /** Request body bytes this replica holds at once, per account and in all. */
+  /** Request body bytes this replica holds at once, per account and in all, counted as they arrive. */
   bodyBudget: BytesBudget;
+  /** Time bounds of the phases of a request; `DEFAULT_HTTP_TIMEOUTS` for those not given. */
+  httpTimeouts?: Partial<HttpTimeouts>;
   logger: FastifyBaseLogger;
   basePath: string;
   /** Readiness: false before start-up completes and from the first moment of shutdown. */

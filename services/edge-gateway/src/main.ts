@@ -2,6 +2,7 @@ import { fromBinary } from '@bufbuild/protobuf';
 import { billingV1, catalogV1, createClient, createGenerateExchange, createMoneyExchange, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
 import { BytesBudget, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
 import { buildApp } from './app.ts';
+import { watchInvalidationFeed } from './auth/invalidation-feed.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
 import { gatewayConfig } from './config.ts';
 import { CatalogCache } from './state/catalog-cache.ts';
@@ -25,14 +26,22 @@ const generate = createGenerateExchange(config.TEXT_ADDR, { maxReceiveBytes: 64 
 // Up to four images of up to 8 MB each come back in one answer.
 const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR, { maxReceiveBytes: 64 * 1024 * 1024 });
 const videoJobs = createClient(videoV1.VideoJobsService, config.VIDEO_JOBS_ADDR);
+// Fails closed: until NATS is connected and answering, a cached key is trusted for a second only.
 const keys = new KeyCache(async (hash) => toKeyRecord(await billing.lookupApiKey({ keyHash: hash })), {
   ttlMs: config.KEY_CACHE_TTL_MS,
+  unhealthyTtlMs: config.KEY_CACHE_UNHEALTHY_TTL_MS,
+  negativeTtlMs: config.KEY_NEGATIVE_TTL_MS,
+  failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
+  feedHealthy: false,
 });
 const switches = new SwitchState();
 const catalogCache = new CatalogCache();
 const warn = (what: string) => (err: unknown) => logger.warn({ err }, `${what} failed`);
 const reloadSwitches = coalescedReload(async () => switches.set(await billing.getSwitches({})), warn('switch reload'));
 const reloadCatalog = coalescedReload(async () => catalogCache.replace(await catalog.getSnapshot({})), warn('catalog reload'));
+// Which text routes the deployment's route health has opened (docs/routing.md); events keep it current.
+const reloadRouteHealth = coalescedReload(async () => catalogCache.routeHealth.replace((await text.listRouteHealth({})).routes), warn('route health reload'));
+void reloadRouteHealth();
 await Promise.all([reloadSwitches(), reloadCatalog()]);
 
 // Revocations, switch and catalog changes reach every replica as broadcast events. Events missed
@@ -43,10 +52,12 @@ const resync = () => {
   keys.clear();
   void reloadSwitches();
   void reloadCatalog();
+  void reloadRouteHealth();
 };
 const ns = config.EVENTS_NAMESPACE;
 const subscriptions: Subscription[] = [];
 let nats: NatsConnection | undefined;
+let stopFeedWatch = () => {};
 void connectNats(config.NATS_URL, 'edge-gateway', { logger, onReconnect: resync }).then((nc) => {
   nats = nc;
   subscriptions.push(
@@ -54,13 +65,20 @@ void connectNats(config.NATS_URL, 'edge-gateway', { logger, onReconnect: resync 
     subscribeBroadcast(nc, ns, 'billing.key.changed', (data) => keys.drop(fromBinary(eventsV1.ApiKeyChangedSchema, data).keyHash), logger),
     subscribeBroadcast(nc, ns, 'billing.switch.changed', (data) => switches.set(fromBinary(eventsV1.SwitchesChangedSchema, data)), logger),
     subscribeBroadcast(nc, ns, 'catalog.model.changed', () => void reloadCatalog(), logger),
+    subscribeBroadcast(nc, ns, 'text.route.opened', (data) => catalogCache.routeHealth.apply(fromBinary(eventsV1.RouteHealthChangedSchema, data)), logger),
+    subscribeBroadcast(nc, ns, 'text.route.closed', (data) => catalogCache.routeHealth.apply(fromBinary(eventsV1.RouteHealthChangedSchema, data)), logger),
   );
   logger.info('nats connected');
   resync(); // what was announced before the first connection was missed too
+  stopFeedWatch = watchInvalidationFeed(nc, (healthy) => {
+    if (healthy !== keys.feedHealthy) logger.warn({ healthy }, healthy ? 'revocation feed healthy: keys cached again' : 'revocation feed not healthy: keys re-checked with billing every second');
+    keys.setFeedHealthy(healthy);
+  });
 });
 const safetyNet = setInterval(() => {
   void reloadSwitches();
   void reloadCatalog();
+  void reloadRouteHealth();
 }, config.STATE_REFRESH_MS);
 safetyNet.unref();
 
@@ -79,6 +97,12 @@ const app = await buildApp({
   bodyBudget: new BytesBudget({ totalBytes: config.BODY_BUDGET_BYTES, perOwnerBytes: config.BODY_BUDGET_PER_ACCOUNT_BYTES }),
   logger,
   basePath: config.PUBLIC_BASE_PATH,
+  httpTimeouts: {
+    headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+    bodyIdleTimeoutMs: config.HTTP_BODY_IDLE_TIMEOUT_MS,
+    keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+  },
   isReady: () => ready && catalogCache.loaded,
 });
 const address = await app.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
@@ -94,6 +118,7 @@ onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
   () => app.close(),
   async () => {
     clearInterval(safetyNet);
+    stopFeedWatch();
     for (const s of subscriptions) s.unsubscribe();
     await nats?.drain();
   },

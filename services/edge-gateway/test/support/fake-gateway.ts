@@ -6,7 +6,7 @@ import { BytesBudget } from '@gw/service-kit';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp, type GatewayDeps } from '../../src/app.ts';
-import { KeyCache, type KeyRecord } from '../../src/auth/key-cache.ts';
+import { KeyCache, type KeyCacheOptions, type KeyRecord } from '../../src/auth/key-cache.ts';
 import { CatalogCache } from '../../src/state/catalog-cache.ts';
 import { SwitchState } from '../../src/state/switches.ts';
 
@@ -56,7 +56,7 @@ function fakeClient<T>(methods: Record<string, (...args: never[]) => unknown>): 
 
 export interface FakeOptions {
   bodyBudget?: { totalBytes: number; perOwnerBytes: number };
-  keyCacheTtlMs?: number;
+  keyCache?: Partial<KeyCacheOptions>;
   /** Overrides of the deps (a fake text answer, a lookup that counts...). */
   deps?: Partial<GatewayDeps>;
   /** Key lookups: answers billing's record, or throws. */
@@ -105,7 +105,7 @@ export async function fakeGateway(opts: FakeOptions = {}): Promise<FakeGateway> 
         throw new GatewayError('not_found', 'No video job with this id.');
       },
     }),
-    keys: new KeyCache(lookup, { ttlMs: opts.keyCacheTtlMs ?? 60_000 }),
+    keys: new KeyCache(lookup, { ttlMs: 60_000, ...opts.keyCache }),
     switches: new SwitchState(),
     catalogCache,
     bodyBudget: new BytesBudget(opts.bodyBudget ?? { totalBytes: 96 * 1024 * 1024, perOwnerBytes: 64 * 1024 * 1024 }),

@@ -1,0 +1,107 @@
+import { generateApiKey } from '@gw/api-keys';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AUTH_MESSAGES } from '../src/auth/authenticate.ts';
+import { bearer, fakeGateway, type FakeGateway } from './support/fake-gateway.ts';
+
+let gw: FakeGateway;
+afterEach(() => gw?.app.close());
+
+/** Raw header lines, as a client sends them (a header given twice stays twice). */
+const headers = (...lines: Array<[string, string]>) => lines;
+
+async function send(method: string, url: string, lines: Array<[string, string]>, payload?: unknown) {
+  // light-my-request passes a header whose value is a list as that many header lines.
+  const grouped: Record<string, string | string[]> = {};
+  for (const [name, value] of lines) {
+    const had = grouped[name];
+    grouped[name] = had === undefined ? value : [...(Array.isArray(had) ? had : [had]), value];
+  }
+  const body = payload === undefined ? {} : { payload: JSON.stringify(payload), headers: { ...grouped, 'content-type': 'application/json' } };
+  return gw.app.inject({ method: method as 'GET', url, headers: grouped, ...body });
+}
+
+describe('credentials (issue 20 finding 6, issue 21 item 7)', () => {
+  it('two Authorization headers are 401 auth_missing_or_malformed, even two valid keys', async () => {
+    gw = await fakeGateway();
+    const res = await send('GET', '/v1/models', headers(['authorization', `Bearer ${gw.keys.a}`], ['authorization', `Bearer ${gw.keys.b}`]));
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error).toEqual({ code: 'auth_missing_or_malformed', message: AUTH_MESSAGES.repeated });
+    expect(gw.lookups()).toBe(0);
+  });
+
+  it('x-api-key without Authorization is 401 auth_missing_or_malformed naming the fix', async () => {
+    gw = await fakeGateway();
+    for (const url of ['/v1/messages', '/v1/messages/count_tokens', '/v1/chat/completions']) {
+      const res = await send('POST', url, headers(['x-api-key', gw.keys.a], ['anthropic-version', '2023-06-01']), { model: 'm', max_tokens: 8, messages: [] });
+      expect(res.statusCode).toBe(401);
+      const { error } = res.json();
+      expect(error.code).toBe('auth_missing_or_malformed');
+      expect(error.message).toContain('ANTHROPIC_AUTH_TOKEN instead of ANTHROPIC_API_KEY');
+      expect(error.message).toContain('authToken');
+    }
+  });
+
+  it('x-api-key beside a valid Authorization is ignored', async () => {
+    gw = await fakeGateway();
+    const res = await send('GET', '/v1/models', headers(['x-api-key', 'sk-ant-whatever'], ['authorization', `Bearer ${gw.keys.a}`]));
+    expect(res.statusCode).toBe(200);
+  });
+
+  it.each([
+    ['no header', [], AUTH_MESSAGES.missing],
+    ['Basic', [['authorization', 'Basic dXNlcjpwYXNz']], AUTH_MESSAGES.malformed],
+    ['a bare key', [['authorization', generateApiKey()]], AUTH_MESSAGES.malformed],
+    ['an OpenAI key', [['authorization', 'Bearer sk-proj-abc123']], AUTH_MESSAGES.foreign],
+    ['an Anthropic key', [['authorization', 'Bearer sk-ant-api03-xyz']], AUTH_MESSAGES.foreign],
+  ] as Array<[string, Array<[string, string]>, string]>)('%s: 401 auth_missing_or_malformed with its own message', async (_name, lines, message) => {
+    gw = await fakeGateway();
+    const res = await send('GET', '/v1/models', lines);
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error).toEqual({ code: 'auth_missing_or_malformed', message });
+  });
+
+  it('the foreign-key message says it is not a key of this gateway', () => {
+    expect(AUTH_MESSAGES.foreign).toMatch(/not an API key of this gateway \(its keys begin with `gwk_`\)/);
+  });
+});
+
+describe('Idempotency-Key (issue 20 finding 6)', () => {
+  const image = { model: 'img', prompt: 'a cat' };
+  it.each(['/v1/images/generations', '/v1/videos/generations'])('two Idempotency-Key headers on %s are 400 invalid_request, not one key "a1, a2"', async (url) => {
+    gw = await fakeGateway();
+    const res = await send('POST', url, headers(['authorization', `Bearer ${gw.keys.a}`], ['idempotency-key', 'a1'], ['idempotency-key', 'a2']), image);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toEqual({ code: 'invalid_request', message: expect.stringContaining('sent once') });
+  });
+
+  it('one Idempotency-Key goes on to the next step (here billing refusing for funds)', async () => {
+    gw = await fakeGateway();
+    const res = await send('POST', '/v1/images/generations', headers(['authorization', `Bearer ${gw.keys.a}`], ['idempotency-key', 'a1']), image);
+    expect(res.json().error.code).toBe('insufficient_balance');
+  });
+});
+
+describe('failed key lookups (issue 20 finding 9)', () => {
+  it('an unknown key is looked up once in its negative TTL, and one address may cause only so many lookups a minute', async () => {
+    gw = await fakeGateway();
+    expect((await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(gw.keys.a) })).statusCode).toBe(200);
+    const unknown = generateApiKey();
+    for (let i = 0; i < 5; i++) {
+      const res = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(unknown) });
+      expect(res.json().error.code).toBe('auth_invalid');
+    }
+    expect(gw.lookups()).toBe(2); // key a, then the unknown key once
+    // 29 more random keys: each a lookup (30 failures a minute by default).
+    for (let i = 0; i < 29; i++) await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(generateApiKey()) });
+    const lookupsBefore = gw.lookups();
+    const throttled = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(generateApiKey()) });
+    expect(throttled.statusCode).toBe(429);
+    expect(throttled.json().error).toMatchObject({ code: 'rate_limit_exceeded', limit_type: 'failed_authentications' });
+    expect(Number(throttled.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(gw.lookups()).toBe(lookupsBefore);
+    // Another address is not throttled; a valid key already cached still works from this one.
+    const other = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(generateApiKey()), remoteAddress: '10.0.0.9' });
+    expect(other.json().error.code).toBe('auth_invalid');
+    expect((await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(gw.keys.a) })).statusCode).toBe(200);
+  });
+});
