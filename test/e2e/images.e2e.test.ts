@@ -239,16 +239,14 @@ describe('image generation and edits through the whole system', () => {
 
     it('a body larger than any valid request is refused from its length', async () => {
       const before = await balance();
-      for (const [path, declared] of [
-        ['/images/edits', 16 * 1024 * 1024],
-        ['/images/generations', 200_000],
+      // An edit's body is an image: its refusal cites the 8 MB image rule, not a byte count.
+      for (const [path, declared, message] of [
+        ['/images/edits', 16 * 1024 * 1024, /^The request body is larger than any valid image edit: its source image may be at most 8 MB \(8388608 bytes\) decoded/],
+        ['/images/generations', 200_000, /^The request body is larger than \d+ bytes, more than any valid request\.$/],
       ] as const) {
         const res = await refusedBeforeProvider(() => postDeclaredLength(`${system.baseUrl}${path}`, account.apiKey, declared, '{"model":"gpt-sim-image","prompt":"x","image":{"b64_json":"AAAA'));
         expect(res.status).toBe(400);
-        expect((JSON.parse(res.body) as ErrorBody).error).toMatchObject({
-          code: 'invalid_request',
-          message: expect.stringMatching(/^The request body is larger than \d+ bytes, more than any valid request\.$/),
-        });
+        expect((JSON.parse(res.body) as ErrorBody).error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(message) });
       }
       expect(await balance()).toBe(before);
     });

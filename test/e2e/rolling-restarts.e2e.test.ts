@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { billingV1, createClient, createMoneyExchange, RpcError, type MethodsOf, type MoneyCalls, type ServiceClient } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
@@ -174,7 +175,7 @@ describe('money calls whose answers are lost', () => {
     const { accountId, keyId } = await fundedAccount(system, funded);
     const calls: SettleCalls = { money: faulty(money, faults), billing };
     const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
-    const hold = await holdCredits(calls.money, log, key, model, 'chat/completions', 100n, true, { retries: fast });
+    const hold = await holdCredits(calls.money, log, key, model, 'chat/completions', 100n, true, { requestId: randomUUID(), clientRequestId: '' }, { retries: fast });
     return { funded, accountId, calls, hold };
   }
 
@@ -203,7 +204,7 @@ describe('money calls whose answers are lost', () => {
     const { accountId, keyId } = await fundedAccount(system, 1_000);
     const lost = faulty(money, { authorize: { kind: 'lost', times: Infinity } });
     const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
-    const err = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { retries: fast }).catch((e: unknown) => e);
+    const err = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { requestId: randomUUID(), clientRequestId: '' }, { retries: fast }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RpcError);
     // Released in the background, not left to the sweeper's 30 minutes of 100 credits held.
     await vi.waitFor(async () => expect(await balanceOf(system, accountId)).toBe(1_000), { timeout: 10_000, interval: 100 });
@@ -216,7 +217,7 @@ describe('money calls whose answers are lost', () => {
     if (new Date().getSeconds() > 50) await sleep((61 - new Date().getSeconds()) * 1000); // one minute window
     const lost = faulty(money, { authorize: { kind: 'lost', times: 1 } });
     const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
-    const hold = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { retries: fast, checkRateLimit: true });
+    const hold = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { requestId: randomUUID(), clientRequestId: '' }, { retries: fast, checkRateLimit: true });
     expect(await balanceOf(system, accountId)).toBe(900);
     expect(await settleHold({ money, billing }, log, hold, { units: 40n }, fast)).toEqual({ creditCharged: 40n, balanceAfter: 960n });
   }, 30_000);

@@ -273,7 +273,8 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
       '{"model":"veo-sim","prompt":"x","duration_seconds":4,"image":{"b64_json":"AAAA',
     );
     expect(status).toBe(400);
-    expect((JSON.parse(body) as ErrorBody).error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/larger than \d+ bytes/) });
+    // The refusal cites the rule a client can act on: 8 MB per frame.
+    expect((JSON.parse(body) as ErrorBody).error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/larger than any valid video request: each frame .* at most 8 MB/) });
   });
 
   it('downloads the MP4 through the service, whole and by Range (206, 416)', async () => {

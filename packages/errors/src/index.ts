@@ -78,3 +78,21 @@ export function shouldRetry(code: ErrorCode): boolean {
   if (code === 'api_key_quota_reconciliation_required') return false;
   return status === 429 || status >= 500;
 }
+
+/**
+ * Seconds a client should wait before retrying a temporary 503 (sent as `Retry-After`): the
+ * operator switches, a stale catalog and a model not served right now pass on their own. The
+ * 503s that need someone to act (a price, a disabled model, a reconciliation) have none.
+ */
+const TEMPORARY_RETRY_AFTER: Partial<Record<ErrorCode, number>> = {
+  system_maintenance: 60,
+  ai_requests_disabled: 60,
+  provider_catalog_stale: 120,
+  model_temporarily_unavailable: 30,
+  model_catalog_disabled: 60,
+};
+
+/** The `Retry-After` of an error: its own `retry_after_seconds`, else its code's default, else none. */
+export function retryAfterSeconds(err: GatewayError): number | undefined {
+  return err.details.retry_after_seconds ?? TEMPORARY_RETRY_AFTER[err.code];
+}

@@ -27,12 +27,16 @@ declare module 'fastify' {
     messagesProtocol?: boolean;
     /** A generation route: the operator switches pause it (step 3 of the order of checks). */
     generation?: boolean;
+    /** The route's own words for a body too large or not JSON (the rule broken, the form to send). */
+    bodyHelp?: { tooLarge?: string; notJson?: string };
   }
   interface FastifyRequest {
     /** The authenticated key; set by the auth hook on every route below the base path. */
     apiKey: KeyRecord;
     /** The model a generation request resolved to ('' before, or on other routes). */
     resolvedModel: string;
+    /** The client's own well-formed `x-request-id`, recorded beside ours ('' when none was sent). */
+    clientRequestId: string;
   }
 }
 
@@ -51,11 +55,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: DEFAULT_BODY_LIMIT,
     requestIdHeader: false,
-    // Keep a caller's well-formed id so their logs and ours meet; otherwise make one.
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    // Always our own id: it is the request's id in billing (hold, ledger, usage record), and a
+    // client could send the same id twice. A client's own id is kept beside it (clientRequestId).
+    genReqId: () => randomUUID(),
     return503OnClosing: true,
     // What the HTTP layer or the router cannot read leaves in the spec's error shape too.
     clientErrorHandler,
@@ -63,6 +65,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
   app.decorateRequest('apiKey', null as unknown as KeyRecord);
   app.decorateRequest('resolvedModel', '');
+  app.decorateRequest('clientRequestId', '');
   registerTelemetry(app);
   // The checks before the body (steps 2 and 3) still decide when the body cannot be read.
   registerErrorHandling(app, DEFAULT_BODY_LIMIT, async (request) => {
@@ -72,6 +75,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   registerJsonBodies(app);
 
   app.addHook('onRequest', async (request, reply) => {
+    const given = request.headers['x-request-id'];
+    if (typeof given === 'string' && REQUEST_ID.test(given)) request.clientRequestId = given;
     reply.header('x-request-id', request.id);
     // The Anthropic SDK reads its request id from `request-id`; set before auth and body parsing can fail.
     if (request.routeOptions.config.messagesProtocol === true) reply.header('request-id', request.id);
@@ -89,6 +94,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
         account: request.apiKey?.accountId,
+        ...(request.clientRequestId === '' ? {} : { clientRequestId: request.clientRequestId }),
       },
       'request',
     );

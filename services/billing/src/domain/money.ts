@@ -61,28 +61,59 @@ const MESSAGES: Record<string, string> = {
   invalid_request: 'The operation does not match the request it refers to.',
 };
 
+/** When a key limit's window begins again: its instant and the zone whose calendar it follows. */
+export interface WindowReset {
+  at: Date;
+  timeZone: string;
+  now: Date;
+}
+
+/** `in 4 h 10 min`, `in 35 s`: how long until an instant, roughly, for a person. */
+function waitFor(ms: number): string {
+  const s = Math.max(1, Math.ceil(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.ceil(s / 60);
+  if (m < 60) return `${m} min`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h} h ${m % 60} min`;
+  return `${Math.round(h / 24)} days`;
+}
+
+/** When a refused key's window resets, or that a lifetime limit never does. */
+export function resetSentence(period: string, reset: WindowReset | undefined): string {
+  if (period === 'lifetime') return ' A lifetime limit never resets: the key\'s owner can raise or remove it in the dashboard.';
+  if (!reset) return ' Wait for the window to reset.';
+  const local = new Intl.DateTimeFormat('en-CA', {
+    timeZone: reset.timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
+  }).format(reset.at).replace(',', '');
+  const utc = reset.at.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return ` The ${period} window resets at ${local} ${reset.timeZone} (${utc}), in ${waitFor(reset.at.getTime() - reset.now.getTime())}.`;
+}
+
 /**
  * What a key limit counts, said where it refuses: spending counts each request's hold (its worst
  * case) until it settles, so the limit is never passed; tokens count the worst case of requests
- * still in progress, so concurrent requests pass it by at most one request (spec 7.2).
+ * still in progress, so concurrent requests pass it by at most one request (spec 7.2). Ends with
+ * when the window resets.
  */
-function keyLimitMessage(period: string, limitType: string): string {
+function keyLimitMessage(period: string, limitType: string, reset: WindowReset | undefined): string {
+  const when = resetSentence(period, reset);
   switch (limitType) {
     case 'spending':
-      return `This API key's ${period} spending limit has no room left for this request's worst-case cost (its hold). A smaller max_tokens makes a smaller hold; otherwise wait for the window to reset.`;
+      return `This API key's ${period} spending limit has no room left for this request's worst-case cost (its hold); a smaller max_tokens makes a smaller hold.${when}`;
     case 'tokens':
-      return `This API key reached its ${period} tokens limit, counting the worst case of its requests still in progress. Wait for those to finish or for the window to reset.`;
+      return `This API key reached its ${period} tokens limit, counting the worst case of its requests still in progress.${when}`;
     default:
-      return `This API key reached its ${period} ${limitType} limit. Wait for the window to reset.`;
+      return `This API key reached its ${period} ${limitType} limit.${when}`;
   }
 }
 
-/** Turns a refused op into the public error it stands for. */
-export function toGatewayError(r: MoneyResult): GatewayError {
+/** Turns a refused op into the public error it stands for; `reset`: when a refusing key window resets. */
+export function toGatewayError(r: MoneyResult, reset?: WindowReset): GatewayError {
   const code = isErrorCode(r.code) ? r.code : 'invalid_request';
   if (code === 'rate_limit_exceeded') return rateLimitError(r.limit_type ?? 'per_second', r.retry_after_seconds ?? 1);
   const details = r.limit_type !== undefined ? { limit_type: r.limit_type, period: r.period } : {};
-  const message = code === 'api_key_limit_exceeded' ? keyLimitMessage(r.period ?? '', r.limit_type ?? '') : (MESSAGES[code] ?? 'The request was refused.');
+  const message = code === 'api_key_limit_exceeded' ? keyLimitMessage(r.period ?? '', r.limit_type ?? '', reset) : (MESSAGES[code] ?? 'The request was refused.');
   return new GatewayError(code, message, details);
 }
 

@@ -45,7 +45,7 @@ export const MAX_REPORT_DAYS = 366;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** Days since the epoch of a `YYYY-MM-DD` calendar date, or `invalid_request`. */
-function dayNumber(name: string, value: string): number {
+export function dayNumber(name: string, value: string): number {
   const m = DATE.exec(value);
   if (!m) throw new GatewayError('invalid_request', `${name} must be a date YYYY-MM-DD.`);
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];

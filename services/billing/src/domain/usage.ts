@@ -10,15 +10,17 @@ export interface UsageRow {
   units: string;
   credits: string;
   created_at: Date;
+  client_request_id: string | null;
 }
 
 /** A key's usage records, newest first. */
 export async function usageOfKey(em: EntityManager, keyId: string, limit: number): Promise<UsageRow[]> {
   requireUuid(keyId, 'API key');
   return em.execute<UsageRow[]>(
-    `select request_id, model, endpoint, input_tokens::text, output_tokens::text,
-            (total_tokens + images + seconds)::text as units, credits::text, created_at
-       from usage_record where key_id = ? order by created_at desc, request_id limit ?`,
+    `select u.request_id, u.model, u.endpoint, u.input_tokens::text, u.output_tokens::text,
+            (u.total_tokens + u.images + u.seconds)::text as units, u.credits::text, u.created_at, h.client_request_id
+       from usage_record u join hold h on h.request_id = u.request_id
+      where u.key_id = ? order by u.created_at desc, u.request_id limit ?`,
     [keyId, Math.min(Math.max(limit || 100, 1), 10_000)],
   );
 }

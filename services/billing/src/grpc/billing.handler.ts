@@ -22,6 +22,7 @@ import {
 } from '../domain/account-keys.ts';
 import { getAccount } from '../domain/account-profile.ts';
 import { listLedger } from '../domain/ledger-history.ts';
+import { listActivity } from '../domain/activity.ts';
 import { usageReport, type UsageGroup, type UsageSums } from '../domain/usage-report.ts';
 
 const ms = (d: Date | null | undefined): bigint => (d ? BigInt(new Date(d).getTime()) : 0n);
@@ -134,6 +135,7 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
         units: BigInt(u.units),
         credits: BigInt(u.credits),
         createdAtUnixMs: ms(u.created_at),
+        clientRequestId: u.client_request_id ?? '',
       })),
     }),
     auditLedger: async () => {
@@ -188,6 +190,37 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
           reference: e.reference,
         })),
         nextCursor: page.nextCursor,
+      };
+    },
+    listActivity: async (req) => {
+      const page = await listActivity(em(), {
+        accountId: req.accountId,
+        keyId: req.keyId,
+        model: req.model,
+        status: req.status,
+        fromDate: req.fromDate,
+        toDate: req.toDate,
+        timeZone: req.timeZone,
+        cursor: req.cursor,
+        limit: req.limit,
+      });
+      return {
+        items: page.items.map((a) => ({
+          requestId: a.request_id,
+          clientRequestId: a.client_request_id ?? '',
+          keyId: a.key_id ?? '',
+          endpoint: a.endpoint,
+          model: a.model,
+          inputTokens: BigInt(a.input_tokens),
+          outputTokens: BigInt(a.output_tokens),
+          units: BigInt(a.units),
+          credits: BigInt(a.credits),
+          status: a.status,
+          latencyMs: BigInt(a.latency_ms),
+          createdAtUnixMs: ms(a.created_at),
+        })),
+        nextCursor: page.nextCursor,
+        timeZone: page.timeZone,
       };
     },
   };

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { RpcError, type billingV1, type MethodsOf, type MoneyCalls, type ServiceClient } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { FastifyBaseLogger } from 'fastify';
@@ -9,7 +8,7 @@ import { IN_BACKGROUND, ON_REQUEST, untilAnswered } from './retries.ts';
 
 /** Credits held for one generation request; settled or released exactly once. */
 export interface Hold {
-  /** Our own id: never the client's x-request-id, which a client could reuse. */
+  /** Our own id, the `x-request-id` the client sees (a media job's id for media); never one a client chose. */
   requestId: string;
   accountId: string;
   unit: billingV1.BillingUnit;
@@ -24,7 +23,8 @@ export interface Charge {
 /**
  * Steps 6 and 8 of the order of checks in one billing call: key state (reconciliation, per-key
  * limits), then the hold of the worst-case cost; with `checkRateLimit`, step 2 first (the route
- * deferred it). Refusals arrive as domain errors.
+ * deferred it). Refusals arrive as domain errors. `ids.requestId` is the request's id in billing
+ * (the `x-request-id` the client sees); `ids.clientRequestId` the client's own, recorded beside it.
  */
 export async function holdCredits(
   billing: MoneyCalls,
@@ -34,12 +34,14 @@ export async function holdCredits(
   endpoint: string,
   worstUnits: bigint,
   text: boolean,
-  opts: { checkRateLimit?: boolean; requestId?: string; retries?: RetryOptions } = {},
+  ids: { requestId: string; clientRequestId: string },
+  opts: { checkRateLimit?: boolean; retries?: RetryOptions } = {},
 ): Promise<Hold> {
-  const requestId = opts.requestId ?? randomUUID();
+  const { requestId } = ids;
   const authorize = () =>
     billing.authorize({
       requestId,
+      clientRequestId: ids.clientRequestId,
       accountId: key.accountId,
       keyId: key.keyId,
       endpoint,

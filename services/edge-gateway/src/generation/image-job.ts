@@ -1,7 +1,7 @@
 import { mediaV1, RpcError } from '@gw/contracts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
@@ -73,7 +73,7 @@ export interface ImageJobCall {
  * releases the hold and abandons the job, so nothing is charged and the key is free again.
  * The client going away does not stop the job: with a key, its paid result can still be fetched.
  */
-export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, call: ImageJobCall): Promise<ImagesBody> {
+export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, reply: FastifyReply, call: ImageJobCall): Promise<ImagesBody> {
   const accountId = request.apiKey.accountId;
   const operation = call.endpoint === 'images/edits' ? mediaV1.ImageOperation.EDIT : mediaV1.ImageOperation.GENERATE;
   const { jobId } = await deps.media.beginImageJob({
@@ -83,6 +83,9 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
     operation,
   });
   const log = request.log.child({ jobId });
+  // The job id is the request's id in billing (its hold, ledger entries and usage record), so the
+  // client is shown that id from here on; the log lines of the request carry both.
+  reply.header('x-request-id', jobId);
   // Frees the job's Idempotency-Key. Media away (it crashed under this very request, say): tried
   // again in the background, so a retry with the key runs anew once media is back, not only when
   // the job goes stale 30 minutes later. Abandoning is idempotent.
@@ -104,7 +107,10 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, ca
   try {
     // The job id is the hold's id: should this gateway die before the job is finished, media
     // abandons the job later and billing gives that hold back (released, or refunded if charged).
-    hold = await holdCredits(deps.money, log, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false, { requestId: jobId });
+    hold = await holdCredits(deps.money, log, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false, {
+      requestId: jobId,
+      clientRequestId: request.clientRequestId,
+    });
   } catch (err) {
     await abandon();
     throw err;

@@ -21,6 +21,16 @@ const ESCAPED_SLASHES_BYTES = Math.ceil(MAX_IMAGE_INPUT_JSON_BYTES / 64);
 export const GENERATION_BODY_LIMIT = MAX_PROMPT_JSON_BYTES + FIELDS_JSON_BYTES;
 export const EDIT_BODY_LIMIT = MAX_IMAGE_INPUT_JSON_BYTES + ESCAPED_SLASHES_BYTES + MAX_PROMPT_JSON_BYTES + FIELDS_JSON_BYTES;
 
+/** What a body too large or not JSON is told on `/images/edits`: the rule it broke, and the form to send. */
+export const EDIT_BODY_HELP = {
+  tooLarge:
+    'The request body is larger than any valid image edit: its source image may be at most 8 MB (8388608 bytes) decoded (spec 8). Send a smaller image.',
+  notJson:
+    '/images/edits takes a JSON body (Content-Type: application/json), not multipart/form-data: send the source image as the JSON `image` field, ' +
+    'e.g. {"model":"<image model>","prompt":"<edit instruction>","image":{"data_url":"data:image/png;base64,<base64>"}} ' +
+    'or "image":{"b64_json":"<base64>","mime_type":"image/png"}.',
+};
+
 const SIZE = /^([1-9]\d{0,4})x([1-9]\d{0,4})$/;
 /** OpenAI's `output_format` (an extension here: the providers that let the caller choose use it). */
 const OUTPUT_FORMATS: Record<string, ImageMimeType> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };

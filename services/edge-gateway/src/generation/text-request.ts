@@ -141,7 +141,8 @@ export async function runText(
   call: TextCall,
 ): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
   const { model } = call;
-  const hold = await holdCredits(deps.money, request.log, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, {
+  const ids = { requestId: request.id, clientRequestId: request.clientRequestId };
+  const hold = await holdCredits(deps.money, request.log, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, ids, {
     checkRateLimit: true,
   });
   const req = {

@@ -21,6 +21,11 @@ const FIELDS_JSON_BYTES = 64 * 1024;
  * refused from its Content-Length (or once a chunked body passes it), never buffered whole.
  */
 export const VIDEO_BODY_LIMIT = 2 * MAX_FRAME_JSON_BYTES + MAX_PROMPT_JSON_BYTES + FIELDS_JSON_BYTES;
+/** What a body too large is told on `/videos/generations`: the rule of its frames. */
+export const VIDEO_BODY_HELP = {
+  tooLarge:
+    'The request body is larger than any valid video request: each frame (image, last_frame) may be at most 8 MB (8388608 bytes) decoded (spec 8). Send smaller frames.',
+};
 
 /** A validated `POST /videos/generations` body. */
 export interface VideoRequest {

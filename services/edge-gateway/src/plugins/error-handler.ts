@@ -1,30 +1,46 @@
 import { RpcError } from '@gw/contracts';
-import { GatewayError, shouldRetry } from '@gw/errors';
+import { GatewayError, retryAfterSeconds, shouldRetry } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JSON_BOUND_TEXT, OUT_OF_BOUNDS, type JsonBound } from '../http/json-body.ts';
 
+/**
+ * The longest message sent. Messages name every problem of a body and may quote a client's value
+ * (cut to a short prefix where quoted, see `quoteClientValue`); a body with thousands of problems
+ * is still answered with a bounded message.
+ */
+export const MAX_MESSAGE_CHARS = 2_000;
+
+/** The error's public body, its message cut to {@link MAX_MESSAGE_CHARS} (by code point). */
+function publicBody(err: GatewayError): ReturnType<GatewayError['toBody']> {
+  const body = err.toBody();
+  if (body.error.message.length > MAX_MESSAGE_CHARS) body.error.message = `${Array.from(body.error.message.slice(0, MAX_MESSAGE_CHARS)).join('')}… (cut)`;
+  return body;
+}
+
 /** Sends a domain error in the spec's shape with the headers SDK clients act on. */
 export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply {
   reply.request.errorCode = err.code;
   if (!shouldRetry(err.code)) reply.header('x-should-retry', 'false');
-  if (err.details.retry_after_seconds !== undefined) reply.header('retry-after', String(err.details.retry_after_seconds));
-  return reply.code(err.httpStatus).type('application/json').send(err.toBody());
+  const retryAfter = retryAfterSeconds(err);
+  if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
+  return reply.code(err.httpStatus).type('application/json').send(publicBody(err));
 }
 
 /**
  * Fastify's own client errors (bad JSON, too large, wrong content type, schema) as `invalid_request`.
- * `bodyLimit` is the refusing route's own limit (media routes raise the default).
+ * `bodyLimit` is the refusing route's own limit (media routes raise the default); `help` the
+ * route's own words for a body too large or not JSON (media routes cite their image rule).
  */
-function clientError(err: FastifyError, bodyLimit: number): GatewayError | null {
+function clientError(err: FastifyError, bodyLimit: number, help: { tooLarge?: string; notJson?: string } = {}): GatewayError | null {
   if (err.validation) return new GatewayError('invalid_request', `Invalid request: ${err.message}`);
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new GatewayError('invalid_request', `The request body is larger than ${bodyLimit} bytes, more than any valid request.`);
+      return new GatewayError('invalid_request', help.tooLarge ?? `The request body is larger than ${bodyLimit} bytes, more than any valid request.`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new GatewayError('invalid_request', 'The request body must be JSON (Content-Type: application/json).');
+      return new GatewayError('invalid_request', help.notJson ?? 'The request body must be JSON (Content-Type: application/json).');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new GatewayError('invalid_request', 'The request body is empty; a JSON object is required.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -58,7 +74,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, c
       // One of our services did not answer before the charge (a settle retries, see billing-flow).
       return sendError(reply, new GatewayError('upstream_timeout', 'The request did not complete in time. Nothing was charged.'));
     }
-    const asClient = clientError(err, request.routeOptions.bodyLimit ?? bodyLimit);
+    const asClient = clientError(err, request.routeOptions.bodyLimit ?? bodyLimit, request.routeOptions.config.bodyHelp);
     if (asClient) {
       try {
         await checksBefore(request);

@@ -4,7 +4,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { imagesBody, runImageJob, type ImageJobCall } from '../generation/image-job.ts';
-import { assertSizeFits, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../generation/image-request.ts';
+import { assertSizeFits, EDIT_BODY_HELP, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../generation/image-request.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
 
 const JOB_ID = /^imgjob_[0-9a-f]{32}$/;
@@ -29,12 +29,12 @@ function prepare(
  * serves a finished result again for 24 hours (the `job_id` of a `duplicate_request`).
  */
 export async function imagesRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  app.post('/images/generations', { config: { generation: true }, bodyLimit: GENERATION_BODY_LIMIT, schema: ROUTE_DOCS['images/generations'] }, async (request) =>
-    runImageJob(deps, request, prepare(deps, request, 'images/generations', parseGenerationBody)),
+  app.post('/images/generations', { config: { generation: true }, bodyLimit: GENERATION_BODY_LIMIT, schema: ROUTE_DOCS['images/generations'] }, async (request, reply) =>
+    runImageJob(deps, request, reply, prepare(deps, request, 'images/generations', parseGenerationBody)),
   );
 
-  app.post('/images/edits', { config: { generation: true }, bodyLimit: EDIT_BODY_LIMIT, schema: ROUTE_DOCS['images/edits'] }, async (request) =>
-    runImageJob(deps, request, prepare(deps, request, 'images/edits', parseEditBody)),
+  app.post('/images/edits', { config: { generation: true, bodyHelp: EDIT_BODY_HELP }, bodyLimit: EDIT_BODY_LIMIT, schema: ROUTE_DOCS['images/edits'] }, async (request, reply) =>
+    runImageJob(deps, request, reply, prepare(deps, request, 'images/edits', parseEditBody)),
   );
 
   // Not a generation request: operator switches do not block reading a result already paid for.

@@ -8,7 +8,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { createdJobBody, jobStatusBody, VIDEO_JOB_ID, videoJobNotFound } from '../generation/video-job-view.ts';
-import { assertFramesFit, parseVideoBody, VIDEO_BODY_LIMIT } from '../generation/video-request.ts';
+import { assertFramesFit, parseVideoBody, VIDEO_BODY_HELP, VIDEO_BODY_LIMIT } from '../generation/video-request.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
 
 const ENDPOINT = 'videos/generations';
@@ -25,7 +25,7 @@ type Params = { Params: { jobId: string } };
  * Polling and downloading are not: maintenance does not block them, and they never charge.
  */
 export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  app.post('/videos/generations', { config: { generation: true }, bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request) => {
+  app.post('/videos/generations', { config: { generation: true, bodyHelp: VIDEO_BODY_HELP }, bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request, reply) => {
     deps.switches.assertGenerationAllowed();
     const key = idempotencyKeyOf(request.headers);
     const body = parseVideoBody(request.body);
@@ -46,6 +46,9 @@ export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       ...(body.lastFrame ? { lastFrame: { data: body.lastFrame.bytes, mimeType: body.lastFrame.mimeType } } : {}),
     };
     const { job } = await deps.videoJobs.createJob(creation, { timeoutMs: CREATE_TIMEOUT_MS }).catch((err: unknown) => unconfirmed(err, key !== undefined));
+    // The job id is the request's id in billing: the client is shown that id (the log line has both).
+    reply.header('x-request-id', job!.jobId);
+    request.log.info({ jobId: job!.jobId }, 'video job created');
     return createdJobBody(job!);
   });
 

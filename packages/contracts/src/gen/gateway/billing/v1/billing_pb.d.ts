@@ -121,6 +121,13 @@ export declare type AuthorizeRequest = Message<"gateway.billing.v1.AuthorizeRequ
    * @generated from field: bool check_rate_limit = 10;
    */
   checkRateLimit: boolean;
+
+  /**
+   * The request id the client sent (its `x-request-id` header), recorded beside ours; empty if none.
+   *
+   * @generated from field: string client_request_id = 11;
+   */
+  clientRequestId: string;
 };
 
 /**
@@ -974,6 +981,13 @@ export declare type UsageRecord = Message<"gateway.billing.v1.UsageRecord"> & {
    * @generated from field: int64 created_at_unix_ms = 8;
    */
   createdAtUnixMs: bigint;
+
+  /**
+   * The request id the client sent, when it sent one (`request_id` is always ours).
+   *
+   * @generated from field: string client_request_id = 9;
+   */
+  clientRequestId: string;
 };
 
 /**
@@ -2198,6 +2212,213 @@ export declare type ListLedgerResponse = Message<"gateway.billing.v1.ListLedgerR
 export declare const ListLedgerResponseSchema: GenMessage<ListLedgerResponse>;
 
 /**
+ * ListActivityRequest filters and pages the activity log.
+ *
+ * @generated from message gateway.billing.v1.ListActivityRequest
+ */
+export declare type ListActivityRequest = Message<"gateway.billing.v1.ListActivityRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Only this key of the account; empty for all.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * Only this public model id; empty for all.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * Only this status (`succeeded`, `failed`, `refunded`, `in_progress`); empty for all.
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * First calendar day (YYYY-MM-DD) in `time_zone`; empty for no lower bound.
+   *
+   * @generated from field: string from_date = 5;
+   */
+  fromDate: string;
+
+  /**
+   * Last calendar day (YYYY-MM-DD) in `time_zone`; empty for no upper bound.
+   *
+   * @generated from field: string to_date = 6;
+   */
+  toDate: string;
+
+  /**
+   * IANA time zone of the dates; empty for the account's zone.
+   *
+   * @generated from field: string time_zone = 7;
+   */
+  timeZone: string;
+
+  /**
+   * Requests older than this cursor (a previous page's `next_cursor`); empty for the newest.
+   *
+   * @generated from field: string cursor = 8;
+   */
+  cursor: string;
+
+  /**
+   * Page size, 1 to 200; default 50.
+   *
+   * @generated from field: int32 limit = 9;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListActivityRequest.
+ * Use `create(ListActivityRequestSchema)` to create a new message.
+ */
+export declare const ListActivityRequestSchema: GenMessage<ListActivityRequest>;
+
+/**
+ * ActivityItem is one request.
+ *
+ * @generated from message gateway.billing.v1.ActivityItem
+ */
+export declare type ActivityItem = Message<"gateway.billing.v1.ActivityItem"> & {
+  /**
+   * Our request id: the `x-request-id` the client saw (for media, the job id).
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * The request id the client sent, when it sent one.
+   *
+   * @generated from field: string client_request_id = 2;
+   */
+  clientRequestId: string;
+
+  /**
+   * Key that made the request, when there is one.
+   *
+   * @generated from field: string key_id = 3;
+   */
+  keyId: string;
+
+  /**
+   * Endpoint path below the base path.
+   *
+   * @generated from field: string endpoint = 4;
+   */
+  endpoint: string;
+
+  /**
+   * Public model id.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * Input tokens (0 unless settled).
+   *
+   * @generated from field: int64 input_tokens = 6;
+   */
+  inputTokens: bigint;
+
+  /**
+   * Output tokens (0 unless settled).
+   *
+   * @generated from field: int64 output_tokens = 7;
+   */
+  outputTokens: bigint;
+
+  /**
+   * Billable quantity (tokens, images or seconds; 0 unless settled).
+   *
+   * @generated from field: int64 units = 8;
+   */
+  units: bigint;
+
+  /**
+   * Credits it cost in the end: charged less refunded (the hold while in progress).
+   *
+   * @generated from field: int64 credits = 9;
+   */
+  credits: bigint;
+
+  /**
+   * `succeeded` (settled), `failed` (released: nothing charged), `refunded`, `in_progress`.
+   *
+   * @generated from field: string status = 10;
+   */
+  status: string;
+
+  /**
+   * Milliseconds from the hold to the settlement or release; 0 while in progress.
+   *
+   * @generated from field: int64 latency_ms = 11;
+   */
+  latencyMs: bigint;
+
+  /**
+   * When the request began (unix ms).
+   *
+   * @generated from field: int64 created_at_unix_ms = 12;
+   */
+  createdAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ActivityItem.
+ * Use `create(ActivityItemSchema)` to create a new message.
+ */
+export declare const ActivityItemSchema: GenMessage<ActivityItem>;
+
+/**
+ * ListActivityResponse is one page of the activity log.
+ *
+ * @generated from message gateway.billing.v1.ListActivityResponse
+ */
+export declare type ListActivityResponse = Message<"gateway.billing.v1.ListActivityResponse"> & {
+  /**
+   * Requests, newest first.
+   *
+   * @generated from field: repeated gateway.billing.v1.ActivityItem items = 1;
+   */
+  items: ActivityItem[];
+
+  /**
+   * Cursor of the next (older) page; empty on the last page.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+
+  /**
+   * The time zone the dates were read in.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListActivityResponse.
+ * Use `create(ListActivityResponseSchema)` to create a new message.
+ */
+export declare const ListActivityResponseSchema: GenMessage<ListActivityResponse>;
+
+/**
  * BillingUnit is what a price applies to.
  *
  * @generated from enum gateway.billing.v1.BillingUnit
@@ -2607,6 +2828,17 @@ export declare const BillingService: GenService<{
     methodKind: "unary";
     input: typeof ListLedgerRequestSchema;
     output: typeof ListLedgerResponseSchema;
+  },
+  /**
+   * The account's requests, one row each (billed requests: held, then settled, released or
+   * refunded), newest first, filtered and one page at a time: the dashboard's activity log.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.ListActivity
+   */
+  listActivity: {
+    methodKind: "unary";
+    input: typeof ListActivityRequestSchema;
+    output: typeof ListActivityResponseSchema;
   },
 }>;
 
