@@ -1,6 +1,7 @@
 import { billingV1, catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { RouteHealthView } from './route-health.ts';
+import { quoteClientValue } from '../http/quote.ts';
 
 /** A route the request may use now: its provider's listing is fresh and serves the model. */
 export interface LiveRoute {
@@ -22,7 +23,7 @@ export interface ResolvedModel {
   unit: billingV1.BillingUnit;
   price: bigint;
   routes: LiveRoute[];
-  limits: { maxOutputTokens: number; imageSizes: string[]; videoFirstFrame: boolean; videoLastFrame: boolean };
+  limits: { maxOutputTokens: number; imageSizes: string[]; videoFirstFrame: boolean; videoLastFrame: boolean; firstByteTimeoutMs: number };
 }
 
 const KIND = {
@@ -119,7 +120,7 @@ export class CatalogCache {
     const modelId = requested;
     const kind = m ? KIND[m.kind as keyof typeof KIND] : undefined;
     // On /chat a disabled model does not exist (spec 4.3), whatever else it could not do.
-    if (!m || !kind || (endpoint === 'chat' && !m.enabled)) throw new GatewayError('unknown_model', `The model ${JSON.stringify(modelId)} does not exist.`);
+    if (!m || !kind || (endpoint === 'chat' && !m.enabled)) throw new GatewayError('unknown_model', `The model ${quoteClientValue(modelId)} does not exist.`);
     if (!m.capabilities.includes(endpoint)) {
       throw new GatewayError('capability_not_supported', `The model ${modelId} cannot be used with /${endpoint}.`);
     }
@@ -152,6 +153,7 @@ export class CatalogCache {
         imageSizes: m.limits?.imageSizes ?? [],
         videoFirstFrame: m.limits?.videoFirstFrame ?? false,
         videoLastFrame: m.limits?.videoLastFrame ?? false,
+        firstByteTimeoutMs: m.limits?.firstByteTimeoutMs ?? 0,
       },
     };
   }

@@ -1,0 +1,38 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quoteClientValue } from '../src/http/quote.ts';
+import { MAX_MESSAGE_CHARS } from '../src/plugins/error-handler.ts';
+import { bearer, fakeGateway, type FakeGateway } from './support/fake-gateway.ts';
+
+let gw: FakeGateway;
+beforeAll(async () => {
+  gw = await fakeGateway();
+});
+afterAll(() => gw.app.close());
+
+const post = (url: string, payload: unknown) => gw.app.inject({ method: 'POST', url, headers: bearer(gw.keys.a), payload: payload as object });
+
+describe('client values in messages (issue 20 finding 7)', () => {
+  it('quoteClientValue keeps 64 characters, counted by code point, then …', () => {
+    expect(quoteClientValue('gpt-4o')).toBe('"gpt-4o"');
+    expect(quoteClientValue('x'.repeat(64))).toBe(`"${'x'.repeat(64)}"`);
+    expect(quoteClientValue('x'.repeat(100_000))).toBe(`"${'x'.repeat(64)}…"`);
+    expect(quoteClientValue('🐱'.repeat(70))).toBe(`"${'🐱'.repeat(64)}…"`);
+    expect(quoteClientValue('a\nb')).toBe('"a\\nb"');
+  });
+
+  it.each(['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1/chat', '/v1/messages/count_tokens'])('unknown_model on %s quotes a 100 KB model name as a short prefix', async (url) => {
+    const res = await post(url, { model: 'y'.repeat(100_000), max_tokens: 8, messages: [{ role: 'user', content: 'hi' }], input: 'hi' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toEqual({ code: 'unknown_model', message: `The model "${'y'.repeat(64)}…" does not exist.` });
+  });
+
+  it('a body with thousands of problems gets a message of bounded length', async () => {
+    const messages = Array.from({ length: 5_000 }, () => ({ role: 'wizard', content: 7 }));
+    const res = await post('/v1/chat', { model: 'm', messages });
+    expect(res.statusCode).toBe(400);
+    const { message } = res.json().error;
+    expect(message.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS + 10);
+    expect(message).toMatch(/^Invalid request: messages\[0\]\.role must be one of/);
+    expect(message).toMatch(/… \(cut\)$/);
+  });
+});
