@@ -162,15 +162,31 @@ describe('console app (inject, real Postgres, billing faked)', () => {
   it('creates a key showing the plaintext once, then manages limits, expiry and revocation', async () => {
     const { browser } = await signedIn(accountA);
     await browser.get('/keys');
-    const created = await browser.post('/keys', { csrf_token: browser.csrf(), name: 'ci <b>bot</b>\u202Egnp.exe', expires_at: '' });
-    expect(created.statusCode).toBe(201);
+    const keysBefore = billing.keys.size;
+    const posted = await browser.post('/keys', { csrf_token: browser.csrf(), name: 'ci <b>bot</b>\u202Egnp.exe', expires_at: '' });
+    // Post, redirect, get: the POST answers 303 to the list, never a page a refresh would post again.
+    expect([posted.statusCode, posted.headers.location]).toEqual([303, '/keys']);
+    expect(posted.body).not.toContain('gwk_');
+    const flashCookie = [...browser.cookies].find(([name]) => name.includes('gw_flash'));
+    expect(flashCookie).toBeDefined();
+    expect(flashCookie![1]).not.toContain('gwk_'); // sealed, not the plaintext
+    const created = await browser.get('/keys');
+    expect(created.statusCode).toBe(200);
     expect(created.body).toContain('It will not be shown again');
     // Names are escaped, and lose format characters (a bidi override would show "exe.png").
     expect(created.body).toContain('ci &lt;b&gt;bot&lt;/b&gt;gnp.exe');
     const plaintext = /value="(gwk_plaintext_[^"]+)"/.exec(created.body)?.[1];
     expect(plaintext).toBeDefined();
     const keyId = plaintext!.slice('gwk_plaintext_'.length);
+    // Shown once: a refresh shows the list without it and creates nothing.
     expect((await browser.get('/keys')).body).not.toContain(plaintext!);
+    expect(billing.keys.size).toBe(keysBefore + 1);
+    // The flash cookie replayed in another member's session shows nothing.
+    const other = (await signedIn(accountA)).browser;
+    other.cookies.set(flashCookie![0], flashCookie![1]);
+    const replayed = await other.get('/keys');
+    expect(replayed.statusCode).toBe(200);
+    expect(replayed.body).not.toContain('It will not be shown again');
 
     await browser.get(`/keys/${keyId}`);
     let res = await browser.post(`/keys/${keyId}/limits`, { csrf_token: browser.csrf(), limit_type: 'spending', period: 'daily', value: '50000' });

@@ -2,6 +2,7 @@ import { GatewayError } from '@gw/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { LIMIT_PERIODS, LIMIT_TYPES, toKeyView } from '../billing/key-view.ts';
+import { flashCookie } from '../http/flash.ts';
 import { formField } from '../http/forms.ts';
 import { keyPage, keysPage, KEY_NAME_MAX, type CreateForm } from '../views/keys.view.ts';
 import type { Notice } from '../views/layout.ts';
@@ -24,8 +25,18 @@ function fixable(err: unknown): Notice | null {
   return err instanceof GatewayError && err.code === 'invalid_request' ? { kind: 'error', text: err.message } : null;
 }
 
+type CreatedKey = { name: string; apiKey: string; keyId: string };
+
+function isCreatedKey(value: unknown): value is CreatedKey {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.name === 'string' && typeof v.apiKey === 'string' && typeof v.keyId === 'string';
+}
+
 export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
-  const listPage = async (request: FastifyRequest, reply: FastifyReply, extra: { created?: { name: string; apiKey: string; keyId: string }; form?: CreateForm; notice?: Notice }, status = 200) => {
+  // The new key's plaintext travels from the POST to the page of its redirect in a one-time flash.
+  const flash = flashCookie(deps.hmac, deps.cookies);
+  const listPage = async (request: FastifyRequest, reply: FastifyReply, extra: { created?: CreatedKey; form?: CreateForm; notice?: Notice }, status = 200) => {
     const ctx = await viewerFor(request, deps);
     const { keys } = await deps.billing.listKeyDetails({ accountId: ctx.member.accountId });
     const now = deps.now().getTime();
@@ -58,7 +69,8 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
 
   app.get('/keys', async (request, reply) => {
     const notice = noticeFrom(request.query);
-    return listPage(request, reply, notice ? { notice } : {});
+    const created = flash.read(request, reply, request.memberSession!.idHash);
+    return listPage(request, reply, { ...(notice ? { notice } : {}), ...(isCreatedKey(created) ? { created } : {}) });
   });
 
   app.post('/keys', async (request, reply) => {
@@ -82,8 +94,11 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
       return listPage(request, reply, { form, notice }, 400);
     }
     request.log.info({ member: ctx.member.memberId, key: created.keyId }, 'key created');
-    // The plaintext goes into this response only (no-store, like every page), never into a redirect.
-    return listPage(request, reply, { created: { name: form.name, apiKey: created.apiKey, keyId: created.keyId } }, 201);
+    // Post, redirect, get: a refresh of the page shows the list, it does not create a second key.
+    // The plaintext is shown once, by the page of the redirect, from a sealed one-time flash
+    // (never in the URL; every page is no-store).
+    flash.write(reply, request.memberSession!.idHash, { name: form.name, apiKey: created.apiKey, keyId: created.keyId } satisfies CreatedKey);
+    return reply.redirect('/keys', 303);
   });
 
   app.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => detailPage(request, reply, noticeFrom(request.query)));
