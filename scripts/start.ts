@@ -132,6 +132,7 @@ async function announce(system: RunningSystem, postgresUrl: string, eventsNamesp
       {
         billing: system.billingAddr,
         catalog: system.catalogAddr,
+        text: system.textAddr,
         baseUrl: system.baseUrl,
         console: system.consoleUrl,
         consoleAdminToken: system.consoleAdminToken,

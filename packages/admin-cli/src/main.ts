@@ -5,6 +5,7 @@ import { accountCommands } from './commands/accounts.ts';
 import { billingOpsCommands } from './commands/billing-ops.ts';
 import { keyCommands } from './commands/keys.ts';
 import { modelCommands } from './commands/models.ts';
+import { routeCommands } from './commands/routes.ts';
 import { userCommands } from './commands/users.ts';
 import { print, UsageError } from './output.ts';
 
@@ -33,6 +34,7 @@ const program = new Command('admin').description('Operator commands for the gene
 accountCommands(program, run);
 keyCommands(program, run);
 modelCommands(program, run);
+routeCommands(program, run);
 billingOpsCommands(program, run);
 userCommands(program, run);
 await program.parseAsync(process.argv);

@@ -81,11 +81,6 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     // The Anthropic SDK reads its request id from `request-id`; set before auth and body parsing can fail.
     if (request.routeOptions.config.messagesProtocol === true) reply.header('request-id', request.id);
   });
-  // A service answering that every route of the request's model cools down: this replica stops
-  // offering the model (listing and resolution) for that long.
-  app.addHook('onError', async (request, _reply, err) => {
-    if (request.resolvedModel !== '') deps.catalogCache.noteFailure(request.resolvedModel, err);
-  });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       {

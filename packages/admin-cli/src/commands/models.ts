@@ -32,6 +32,7 @@ export function modelOut(m: catalogV1.Model | undefined) {
       image_sizes: m.limits?.imageSizes,
       video_first_frame: m.limits?.videoFirstFrame,
       video_last_frame: m.limits?.videoLastFrame,
+      first_byte_timeout_ms: m.limits?.firstByteTimeoutMs,
     },
   };
 }
@@ -86,6 +87,7 @@ export function modelCommands(program: Command, run: Run): void {
     .option('--image-sizes <list>', 'image: accepted sizes, e.g. 1024x1024,512x512')
     .option('--first-frame', 'video: accepts a first frame')
     .option('--last-frame', 'video: accepts a last frame')
+    .option('--first-byte-timeout-ms <n>', "text: a route's time to a streamed answer's first event before the next route is tried (default 10000)")
     .option('--json', 'print one JSON object')
     .action(
       (o: {
@@ -101,6 +103,7 @@ export function modelCommands(program: Command, run: Run): void {
         imageSizes?: string;
         firstFrame?: boolean;
         lastFrame?: boolean;
+        firstByteTimeoutMs?: string;
         json?: boolean;
       }) =>
         run(async (c) => {
@@ -126,6 +129,7 @@ export function modelCommands(program: Command, run: Run): void {
                 imageSizes: list(o.imageSizes),
                 videoFirstFrame: !!o.firstFrame,
                 videoLastFrame: !!o.lastFrame,
+                firstByteTimeoutMs: o.firstByteTimeoutMs === undefined ? 0 : Number(nonNegativeInt('--first-byte-timeout-ms', o.firstByteTimeoutMs, 600_000n)),
               },
             },
           });

@@ -18,6 +18,8 @@ const ModelSchema = defineEntity({
     imageSizes: p.array(),
     videoFirstFrame: p.boolean(),
     videoLastFrame: p.boolean(),
+    /** Text: a streamed answer's first-event deadline per route (ms); 0 = the text service's default. */
+    firstByteTimeoutMs: p.integer(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },

@@ -46,6 +46,7 @@ export function toProto(m: Model, routes: ModelRoute[], aliases: ModelAlias[]): 
       imageSizes: m.imageSizes,
       videoFirstFrame: m.videoFirstFrame,
       videoLastFrame: m.videoLastFrame,
+      firstByteTimeoutMs: m.firstByteTimeoutMs,
     },
     createdUnixMs: BigInt(new Date(m.createdAt).getTime()),
     aliases: aliases
@@ -56,6 +57,9 @@ export function toProto(m: Model, routes: ModelRoute[], aliases: ModelAlias[]): 
 }
 
 export const storedToProto = (s: StoredModel) => toProto(s.model, s.routes, s.aliases);
+
+/** The longest first-byte deadline a model may set: a provider's whole text deadline. */
+const MAX_FIRST_BYTE_TIMEOUT_MS = 600_000;
 
 /** Queues the event that makes every gateway reload its snapshot; same transaction as the change. */
 export function announceChange(em: EntityManager, modelId: string): void {
@@ -144,6 +148,10 @@ function validate(input: catalogV1.Model, configured: (provider: string) => bool
   if (sameRoute !== undefined) throw new GatewayError('invalid_request', `The route ${sameRoute} is given twice; give it once, with its priority and weight.`);
   const sizes = input.limits?.imageSizes ?? [];
   if (sizes.some((s) => !SIZE.test(s))) throw new GatewayError('invalid_request', 'Image sizes have the form <width>x<height>.');
+  const firstByte = input.limits?.firstByteTimeoutMs ?? 0;
+  if (firstByte < 0 || firstByte > MAX_FIRST_BYTE_TIMEOUT_MS) {
+    throw new GatewayError('invalid_request', `The first-byte timeout is between 1 and ${MAX_FIRST_BYTE_TIMEOUT_MS} ms (0: the default).`);
+  }
   return kind;
 }
 
@@ -185,6 +193,7 @@ export async function upsertModel(
         imageSizes: input.limits?.imageSizes ?? [],
         videoFirstFrame: input.limits?.videoFirstFrame ?? false,
         videoLastFrame: input.limits?.videoLastFrame ?? false,
+        firstByteTimeoutMs: input.limits?.firstByteTimeoutMs ?? 0,
         createdAt: existing?.createdAt ?? new Date(),
         updatedAt: new Date(),
       },

@@ -153,6 +153,9 @@ export async function runText(
     body: Buffer.from(JSON.stringify(call.body)),
     defaultMaxOutputTokens: model.limits.maxOutputTokens,
     anthropicBeta: call.anthropicBeta ?? '',
+    // Route health counts failures by account: one account cannot close a route for the others.
+    accountId: request.apiKey.accountId,
+    firstByteTimeoutMs: model.limits.firstByteTimeoutMs ?? 0,
   };
   if (call.body.stream === true) {
     const stream = deps.generate.generateStream({ ...req, frameBatches: true }, { timeoutMs: GENERATE_TIMEOUT_MS });

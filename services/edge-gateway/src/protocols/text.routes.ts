@@ -81,6 +81,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
       routes: routesOf(model),
       body: Buffer.from(JSON.stringify(body)),
       anthropicBeta: betas,
+      accountId: request.apiKey.accountId,
     });
     return { input_tokens: Number(res.inputTokens) };
   });

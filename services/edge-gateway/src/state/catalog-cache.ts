@@ -23,7 +23,7 @@ export interface ResolvedModel {
   unit: billingV1.BillingUnit;
   price: bigint;
   routes: LiveRoute[];
-  limits: { maxOutputTokens: number; imageSizes: string[]; videoFirstFrame: boolean; videoLastFrame: boolean; firstByteTimeoutMs: number };
+  limits: { maxOutputTokens: number; imageSizes: string[]; videoFirstFrame: boolean; videoLastFrame: boolean; firstByteTimeoutMs?: number };
 }
 
 const KIND = {

@@ -1,5 +1,6 @@
 import { Migration001Initial } from './migration-001-initial.ts';
 import { Migration002RoutesAndSync } from './migration-002-routes-and-sync.ts';
+import { Migration004FirstByteTimeout } from './migration-004-first-byte-timeout.ts';
 import { Migration003Aliases } from './migration-003-aliases.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
@@ -7,4 +8,5 @@ export const catalogMigrations = [
   { name: 'Migration001Initial', class: Migration001Initial },
   { name: 'Migration002RoutesAndSync', class: Migration002RoutesAndSync },
   { name: 'Migration003Aliases', class: Migration003Aliases },
+  { name: 'Migration004FirstByteTimeout', class: Migration004FirstByteTimeout },
 ];

@@ -171,6 +171,15 @@ export declare type ModelLimits = Message<"gateway.catalog.v1.ModelLimits"> & {
    * @generated from field: bool video_last_frame = 4;
    */
   videoLastFrame: boolean;
+
+  /**
+   * Text: how long a route may take to send a streamed answer's first event before the request
+   * moves to the next route (ms, nothing having reached the client); 0: the text service's
+   * default (FIRST_BYTE_TIMEOUT_MS, 10 s). See docs/routing.md.
+   *
+   * @generated from field: int32 first_byte_timeout_ms = 5;
+   */
+  firstByteTimeoutMs: number;
 };
 
 /**
