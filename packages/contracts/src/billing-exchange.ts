@@ -2,6 +2,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
 import { createClient, type ClientOptions } from './grpc/client.ts';
+import { HoldLease } from './hold-lease.ts';
 import { ExchangeClient } from './grpc/exchange.ts';
 import { INT64_MAX, INT64_MIN } from './int64.ts';
 import type { CallOptions } from './grpc/types.ts';
@@ -21,9 +22,16 @@ const SERVICE = billingV1.BillingService.typeName;
  * `MoneyCalls` over billing's `Exchange` stream: the same calls, answers and errors as the unary
  * rpcs, two stream messages per call instead of a call each. One exchange per caller process. A
  * billing without the exchange (an older version, during a rollout) is called with the unary rpcs.
+ * Every hold it authorizes is leased to this process (`leaseOwner`), and from the first one on the
+ * lease is renewed every `leaseRenewMs` (20 s) until `close()`: if the process dies, billing
+ * releases its holds within minutes.
  */
-export function createMoneyExchange(address: string, opts: ClientOptions = {}): MoneyCalls & { close(): void } {
+export function createMoneyExchange(
+  address: string,
+  opts: ClientOptions & { leaseRenewMs?: number } = {},
+): MoneyCalls & { close(): void; readonly leaseOwner: string } {
   const client = createClient(billingV1.BillingService, address, opts);
+  const lease = new HoldLease();
   const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), {
     service: SERVICE,
     resend: true,
@@ -39,10 +47,15 @@ export function createMoneyExchange(address: string, opts: ClientOptions = {}): 
   }
 
   return {
-    authorize: (req, callOpts) => send('Authorize', 'authorize', req, callOpts) as Promise<billingV1.AuthorizeResponse>,
+    authorize: (req, callOpts) => {
+      lease.keep((owner) => client.renewLease({ owner }), { intervalMs: opts.leaseRenewMs });
+      return send('Authorize', 'authorize', { ...req, leaseOwner: req.leaseOwner || lease.owner }, callOpts) as Promise<billingV1.AuthorizeResponse>;
+    },
     settle: (req, callOpts) => send('Settle', 'settle', req, callOpts) as Promise<billingV1.SettleResponse>,
     release: (req, callOpts) => send('Release', 'release', req, callOpts) as Promise<billingV1.ReleaseResponse>,
+    leaseOwner: lease.owner,
     close() {
+      lease.stop();
       exchange.close();
       client.close();
     },

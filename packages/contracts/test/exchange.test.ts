@@ -30,6 +30,9 @@ interface Fake {
   server: grpc.Server;
   /** Authorize calls seen per request id (a resent call shows as 2). */
   seen: Map<string, number>;
+  /** The lease owner of each authorize, and the owners whose lease was renewed, in order. */
+  owners: string[];
+  renewals: string[];
   unexpected: unknown[];
 }
 
@@ -41,6 +44,8 @@ afterEach(async () => {
 async function startFake(opts: { port?: number; delayMs?: number } = {}): Promise<Fake> {
   const server = new grpc.Server();
   const seen = new Map<string, number>();
+  const owners: string[] = [];
+  const renewals: string[] = [];
   const unexpected: unknown[] = [];
   const exchange: Impl['exchange'] = (call, ctx) =>
     serveExchange(call, ctx, {
@@ -51,6 +56,7 @@ async function startFake(opts: { port?: number; delayMs?: number } = {}): Promis
         if (req.call.case !== 'authorize') throw new Error('only authorize here');
         const a = req.call.value;
         seen.set(a.requestId, (seen.get(a.requestId) ?? 0) + 1);
+        owners.push(a.leaseOwner);
         if (a.accountId === 'poor') throw new GatewayError('insufficient_balance', 'The wallet balance is not enough for this request.');
         if (a.accountId === 'limited') throw new GatewayError('api_key_limit_exceeded', 'limit', { limit_type: 'requests', period: 'daily' });
         if (a.accountId === 'boom') throw new Error('db password=secret leaked?');
@@ -58,15 +64,36 @@ async function startFake(opts: { port?: number; delayMs?: number } = {}): Promis
       },
     });
   const others = Object.fromEntries(billingV1.BillingService.methods.map((m) => [m.localName, async () => Promise.reject(new Error('not in this test'))]));
-  addService(server, billingV1.BillingService, { ...others, exchange } as unknown as Impl, { onUnexpectedError: (err) => unexpected.push(err) });
+  const renewLease: Impl['renewLease'] = async (req) => {
+    renewals.push(req.owner);
+    return { leaseUntilUnixMs: 0n };
+  };
+  addService(server, billingV1.BillingService, { ...others, exchange, renewLease } as unknown as Impl, { onUnexpectedError: (err) => unexpected.push(err) });
   const port = await bindServer(server, '127.0.0.1', opts.port ?? 0);
   servers.push(server);
-  return { address: `127.0.0.1:${port}`, server, seen, unexpected };
+  return { address: `127.0.0.1:${port}`, server, seen, owners, renewals, unexpected };
 }
 
 const authorize = (requestId: string, accountId = 'a') => ({ requestId, accountId, worstUnits: 7n });
 
 describe('billing exchange', () => {
+  it('leases every hold to its process and renews that lease from the first hold until closed', async () => {
+    const fake = await startFake();
+    const money = createMoneyExchange(fake.address, { leaseRenewMs: 50 });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(fake.renewals).toEqual([]); // no hold, no lease to keep
+    await money.authorize(authorize('lease-1'));
+    await money.authorize({ ...authorize('lease-2'), leaseOwner: 'someone-else' }); // a caller's own owner is kept
+    await vi.waitFor(() => expect(fake.renewals.length).toBeGreaterThanOrEqual(3), { timeout: 2_000, interval: 20 });
+    expect(fake.owners).toEqual([money.leaseOwner, 'someone-else']);
+    expect(new Set(fake.renewals)).toEqual(new Set([money.leaseOwner]));
+    money.close();
+    const renewed = fake.renewals.length;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(fake.renewals.length).toBe(renewed);
+    expect(fake.unexpected).toEqual([]);
+  });
+
   it('answers many concurrent calls on one stream, each with its own response', async () => {
     const fake = await startFake({ delayMs: 1 });
     const money = createMoneyExchange(fake.address);

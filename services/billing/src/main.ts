@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { billingEntities } from './db/entities.ts';
 import { billingFunctions } from './db/functions/index.ts';
 import { billingMigrations } from './db/migrations/index.ts';
-import { releaseStaleHolds, startHoldSweeper } from './domain/hold-sweeper.ts';
+import { releaseOrphanHolds, startHoldSweeper } from './domain/hold-sweeper.ts';
 import { RequestMoney } from './domain/requests.ts';
 import { settleAbandonedImageJobs } from './events/image-job-abandoned.subscriber.ts';
 import { refundFailedVideoJobs } from './events/video-job-failed.subscriber.ts';
@@ -15,9 +15,14 @@ const env = loadConfig(
     /** Account rate limits when an account sets none (spec 8: per second and per minute). */
     RATE_LIMIT_PER_SECOND: z.coerce.number().int().positive().default(50),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(1_500),
-    /** An open hold older than this belongs to no live request and is released. */
+    /** An open hold older than this belongs to no live request and is released, leased or not. */
     HOLD_MAX_AGE_MS: z.coerce.number().int().positive().default(30 * 60_000),
-    HOLD_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
+    /**
+     * A hold owner's lease lasts this long after its last renewal (owners renew every 20 s); the
+     * holds of an owner whose lease lapsed are released by the next sweep: within lease + interval.
+     */
+    HOLD_LEASE_MS: z.coerce.number().int().positive().default(60_000),
+    HOLD_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
   }),
 );
 
@@ -41,7 +46,14 @@ await runGrpcService({
     ]);
     whenNats((nats) => refundFailedVideoJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
     whenNats((nats) => settleAbandonedImageJobs({ orm, nats, namespace: serviceEnv.EVENTS_NAMESPACE, logger, now }));
-    onStop(startHoldSweeper(() => releaseStaleHolds(orm.em.fork(), money, env.HOLD_MAX_AGE_MS, now(), logger), env.HOLD_SWEEP_INTERVAL_MS, logger));
+    const lifetimes = { leaseMs: env.HOLD_LEASE_MS, maxAgeMs: env.HOLD_MAX_AGE_MS };
+    onStop(
+      startHoldSweeper(
+        (leases) => releaseOrphanHolds(orm.em.fork(), money, lifetimes, now(), logger, leases),
+        { intervalMs: env.HOLD_SWEEP_INTERVAL_MS, leaseMs: env.HOLD_LEASE_MS, now },
+        logger,
+      ),
+    );
     return [
       [
         billingV1.BillingService,
@@ -50,6 +62,7 @@ await runGrpcService({
           money,
           rateDefaults,
           now,
+          holdLeaseMs: env.HOLD_LEASE_MS,
         }),
       ],
     ];

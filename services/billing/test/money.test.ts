@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getBalance } from '../src/domain/accounts.ts';
 import { setKeyLimit } from '../src/domain/key-limits.ts';
 import { resolveReconciliation } from '../src/domain/reconciliation.ts';
-import { releaseStaleHolds } from '../src/domain/hold-sweeper.ts';
+import { releaseOrphanHolds } from '../src/domain/hold-sweeper.ts';
 import { applyOps, type MoneyOp } from '../src/domain/money.ts';
 import { creditsFor, type BillingUnit } from '../src/domain/pricing.ts';
 import { RequestMoney } from '../src/domain/requests.ts';
@@ -306,7 +306,8 @@ describe('per-key limits, windows and reconciliation', () => {
     const fresh = authorizeReq(accountId, keyId, { worstUnits: 20n });
     await money.authorize(fresh);
     expect(await getBalance(orm.em.fork(), accountId)).toBe(50n);
-    const released = await releaseStaleHolds(orm.em.fork(), money, 30 * 60_000, clock, createLogger('test', 'silent'));
+    const lifetimes = { leaseMs: 60_000, maxAgeMs: 30 * 60_000 };
+    const released = await releaseOrphanHolds(orm.em.fork(), money, lifetimes, clock, createLogger('test', 'silent'));
     expect(released).toBeGreaterThanOrEqual(1);
     expect(await getBalance(orm.em.fork(), accountId)).toBe(80n);
     // A late settle of the released hold is a replay: it charges nothing.

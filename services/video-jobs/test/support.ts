@@ -108,6 +108,14 @@ export class FakeBilling implements BillingPort {
     return create(billingV1.ReleaseResponseSchema, { balanceAfter: this.balance(hold.accountId) });
   }
 
+  /** Owners whose lease was renewed, in order. */
+  readonly renewals: string[] = [];
+
+  async renewLease(req: MessageInitShape<typeof billingV1.RenewLeaseRequestSchema>): Promise<billingV1.RenewLeaseResponse> {
+    this.renewals.push(req.owner!);
+    return create(billingV1.RenewLeaseResponseSchema, { leaseUntilUnixMs: BigInt(Date.now() + 60_000) });
+  }
+
   async refund(req: MessageInitShape<typeof billingV1.RefundRequestSchema>): Promise<billingV1.RefundResponse> {
     this.calls.push('refund');
     const hold = this.#hold(req.requestId!, req.accountId!);

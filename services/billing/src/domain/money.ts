@@ -17,6 +17,8 @@ export type MoneyOp =
       model: string;
       unit: BillingUnit;
       price: string;
+      /** The process that owns the hold and renews its lease; absent: no lease. */
+      lease_owner?: string;
       /** Count the account rate limit first (the clock and the default limits). */
       rate_now_ms?: number;
       rate_per_second?: number;

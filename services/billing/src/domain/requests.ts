@@ -74,6 +74,7 @@ export class RequestMoney {
       model: req.model,
       unit,
       price: req.pricePerUnit.toString(),
+      ...(req.leaseOwner === '' ? {} : { lease_owner: req.leaseOwner.slice(0, 200) }),
       ...(req.checkRateLimit
         ? { rate_now_ms: this.#now().getTime(), rate_per_second: this.#rateDefaults.perSecond, rate_per_minute: this.#rateDefaults.perMinute }
         : {}),

@@ -9,6 +9,7 @@ import { clearKeyLimit, setKeyLimit, type KeyLimitRow } from '../domain/key-limi
 import { checkRateLimit, setAccountRateLimit, type RateDefaults } from '../domain/rate-limit.ts';
 import { listReconciliations, resolveReconciliation } from '../domain/reconciliation.ts';
 import type { RequestMoney } from '../domain/requests.ts';
+import { renewLease } from '../domain/hold-sweeper.ts';
 import { getSwitches, setSwitch } from '../domain/switches.ts';
 import { usageOfKey } from '../domain/usage.ts';
 import {
@@ -57,6 +58,8 @@ export interface BillingDeps {
   money: RequestMoney;
   rateDefaults: RateDefaults;
   now: () => Date;
+  /** How long a hold owner's lease lasts after a renewal (default 60 s). */
+  holdLeaseMs?: number;
 }
 
 const EXCHANGE_METHODS = { authorize: 'Authorize', settle: 'Settle', release: 'Release' } as const;
@@ -109,6 +112,7 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
     settle: async (req) => deps.money.settle(req),
     release: async (req) => deps.money.release(req),
     refund: async (req) => deps.money.refund(req),
+    renewLease: async (req) => ({ leaseUntilUnixMs: ms(await renewLease(em(), req.owner, deps.holdLeaseMs ?? 60_000, deps.now())) }),
     exchange: (call, ctx) =>
       serveExchange(call, ctx, {
         service: billingV1.BillingService.typeName,

@@ -1,8 +1,25 @@
-import { billingV1, type MethodsOf, type ServiceClient } from '@gw/contracts';
+import { billingV1, HoldLease, type MethodsOf, type ServiceClient } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 
 /** The billing calls video-jobs makes; a narrow port so tests can stand in for billing. */
-export type BillingPort = Pick<ServiceClient<MethodsOf<typeof billingV1.BillingService>>, 'authorize' | 'settle' | 'release' | 'refund'>;
+export type BillingPort = Pick<ServiceClient<MethodsOf<typeof billingV1.BillingService>>, 'authorize' | 'settle' | 'release' | 'refund' | 'renewLease'>;
+
+/**
+ * This process's lease on its holds, one per billing client: renewed from the first hold on (every
+ * 20 s) while the process lives, so a hold whose creation saga died with the process is released by
+ * billing within minutes (the recovery sweep then finds it released and cancels the job).
+ */
+const leases = new WeakMap<BillingPort, HoldLease>();
+
+function leaseOf(billing: BillingPort): HoldLease {
+  let lease = leases.get(billing);
+  if (!lease) {
+    lease = new HoldLease();
+    leases.set(billing, lease);
+    lease.keep((owner) => billing.renewLease({ owner }));
+  }
+  return lease;
+}
 
 /** What billing needs to know about a job's charge. Its request id is the job id. */
 export interface ChargeFacts {
@@ -19,6 +36,7 @@ export const VIDEO_ENDPOINT = 'videos/generations';
 /** Key state and the hold of duration x price, in one billing step. Idempotent by job id. */
 export async function authorizeCharge(billing: BillingPort, job: ChargeFacts): Promise<void> {
   await billing.authorize({
+    leaseOwner: leaseOf(billing).owner,
     requestId: job.id,
     accountId: job.accountId,
     keyId: job.keyId,

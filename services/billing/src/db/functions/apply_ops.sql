@@ -5,7 +5,7 @@
 --
 -- ops: jsonb array, each one of
 --   {"op":"authorize","request_id","key_id","amount","worst_tokens","text","endpoint","model","unit","price",
---    "rate_now_ms"?,"rate_per_second"?,"rate_per_minute"?}
+--    "lease_owner"?,"rate_now_ms"?,"rate_per_second"?,"rate_per_minute"?}
 --   {"op":"settle","request_id","units","input_tokens","output_tokens","reconcile"}
 --   {"op":"release","request_id"}
 --   {"op":"refund","request_id"}
@@ -155,10 +155,10 @@ begin
 
       v_balance := v_balance - v_amount;
       insert into "hold" ("request_id", "account_id", "key_id", "amount", "worst_tokens", "unit", "price", "endpoint",
-                          "model", "status", "day_start", "month_start", "created_at", "windowed")
+                          "model", "status", "day_start", "month_start", "created_at", "windowed", "lease_owner")
         values (v_req, p_account, v_key, v_amount, coalesce((v_op->>'worst_tokens')::bigint, 0), v_op->>'unit',
                 (v_op->>'price')::bigint, v_op->>'endpoint', v_op->>'model', 'open', v_day, v_month, p_now,
-                v_limited);
+                v_limited, v_op->>'lease_owner');
       insert into "ledger_entry" ("account_id", "kind", "amount", "balance_after", "reference", "key_id", "created_at")
         values (p_account, 'hold', -v_amount, v_balance, 'hold:' || v_req, v_key, p_now);
       if v_limited then

@@ -128,6 +128,14 @@ export declare type AuthorizeRequest = Message<"gateway.billing.v1.AuthorizeRequ
    * @generated from field: string client_request_id = 11;
    */
   clientRequestId: string;
+
+  /**
+   * Process that owns the hold and renews its lease (RenewLease); empty: no lease, the hold is
+   * released only after billing's maximum hold age.
+   *
+   * @generated from field: string lease_owner = 12;
+   */
+  leaseOwner: string;
 };
 
 /**
@@ -245,6 +253,46 @@ export declare type SettleResponse = Message<"gateway.billing.v1.SettleResponse"
  * Use `create(SettleResponseSchema)` to create a new message.
  */
 export declare const SettleResponseSchema: GenMessage<SettleResponse>;
+
+/**
+ * RenewLeaseRequest names the owner whose lease is renewed.
+ *
+ * @generated from message gateway.billing.v1.RenewLeaseRequest
+ */
+export declare type RenewLeaseRequest = Message<"gateway.billing.v1.RenewLeaseRequest"> & {
+  /**
+   * The `lease_owner` its holds were authorized with.
+   *
+   * @generated from field: string owner = 1;
+   */
+  owner: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.RenewLeaseRequest.
+ * Use `create(RenewLeaseRequestSchema)` to create a new message.
+ */
+export declare const RenewLeaseRequestSchema: GenMessage<RenewLeaseRequest>;
+
+/**
+ * RenewLeaseResponse says until when the lease holds.
+ *
+ * @generated from message gateway.billing.v1.RenewLeaseResponse
+ */
+export declare type RenewLeaseResponse = Message<"gateway.billing.v1.RenewLeaseResponse"> & {
+  /**
+   * End of the lease (unix ms) unless renewed again.
+   *
+   * @generated from field: int64 lease_until_unix_ms = 1;
+   */
+  leaseUntilUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.RenewLeaseResponse.
+ * Use `create(RenewLeaseResponseSchema)` to create a new message.
+ */
+export declare const RenewLeaseResponseSchema: GenMessage<RenewLeaseResponse>;
 
 /**
  * ReleaseRequest names the hold to release.
@@ -2631,6 +2679,19 @@ export declare const BillingService: GenService<{
     methodKind: "unary";
     input: typeof RefundRequestSchema;
     output: typeof RefundResponseSchema;
+  },
+  /**
+   * Renews the lease of a hold owner (a gateway or video-jobs process): its holds stay while it
+   * renews. Billing releases the open holds of an owner whose lease lapsed (the owner died), within
+   * about two minutes, instead of after the holds' maximum age. Owners renew every 20 s; a lease
+   * lasts 60 s (billing's HOLD_LEASE_MS), and a new hold counts as leased for that long anyway.
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.RenewLease
+   */
+  renewLease: {
+    methodKind: "unary";
+    input: typeof RenewLeaseRequestSchema;
+    output: typeof RenewLeaseResponseSchema;
   },
   /**
    * Authorize, Settle and Release multiplexed over one long-lived stream: the gateway's hot path,
