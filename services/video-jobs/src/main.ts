@@ -1,6 +1,6 @@
 import { billingV1, createClient, videoV1 } from '@gw/contracts';
 import { FallbackRouter, ProviderRegistry } from '@gw/providers';
-import { observeQueries, runGrpcService } from '@gw/service-kit';
+import { observeQueries, runGrpcService, startPeriodic } from '@gw/service-kit';
 import { offsetClock } from './clock.ts';
 import { videoJobsConfig } from './config.ts';
 import { videoJobsEntities } from './db/entities.ts';
@@ -9,7 +9,6 @@ import { JobCreator } from './domain/create-job.ts';
 import { JobDriver } from './domain/job-driver.ts';
 import { JobWorker } from './domain/job-worker.ts';
 import { recoverPendingJobs } from './domain/pending-recovery.ts';
-import { startPeriodic } from './domain/periodic.ts';
 import { recordRefunds } from './events/refund-completed.subscriber.ts';
 import { videoJobsHandler } from './grpc/video-jobs.handler.ts';
 
@@ -52,11 +51,8 @@ await runGrpcService({
       leaseMs: config.VIDEO_LEASE_MS,
     });
     worker.start();
-    const stopRecovery = startPeriodic(
-      'pending video job recovery',
-      () => recoverPendingJobs({ orm, billing, clock, logger, graceMs: config.VIDEO_PENDING_GRACE_MS }),
-      config.VIDEO_RECOVERY_INTERVAL_MS,
-      logger,
+    const stopRecovery = startPeriodic({ name: 'pending video job recovery', intervalMs: config.VIDEO_RECOVERY_INTERVAL_MS, logger }, () =>
+      recoverPendingJobs({ orm, billing, clock, logger, graceMs: config.VIDEO_PENDING_GRACE_MS }),
     );
     whenNats((nats) => recordRefunds({ orm, nats, namespace: env.EVENTS_NAMESPACE, logger }));
     // Stopped after the gRPC server drained; the database closes after these.

@@ -1,4 +1,4 @@
-import type { Logger } from '@gw/service-kit';
+import { startPeriodic, type Logger } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { syncProviders, type ModelLister } from './provider-sync.ts';
 
@@ -15,23 +15,10 @@ export interface SyncDeps {
  * older than the configured maximum age. Returns the stop function.
  */
 export function startPeriodicSync(deps: SyncDeps, intervalMs: number, logger: Logger): () => Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  let round: Promise<void> = Promise.resolve();
-  let stopped = false;
-  const run = async () => {
-    const results = await syncProviders(deps.orm.em.fork(), deps.providers, deps.now, deps.syncTimeoutMs).catch((err: unknown) => {
-      logger.warn({ err }, 'provider sync failed');
-      return [];
-    });
+  return startPeriodic({ name: 'provider sync', intervalMs, logger }, async () => {
+    const results = await syncProviders(deps.orm.em.fork(), deps.providers, deps.now, deps.syncTimeoutMs);
     for (const r of results) {
       if (r.lastError) logger.warn({ provider: r.provider, error: r.lastError }, 'provider listing failed');
     }
-    if (!stopped) timer = setTimeout(() => (round = run()), intervalMs);
-  };
-  round = run();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await round;
-  };
+  });
 }

@@ -1,4 +1,4 @@
-import type { Logger } from '@gw/service-kit';
+import { startPeriodic, type Logger } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JobPolicy } from './image-jobs.ts';
 import { abandonStaleJobs } from './stale-jobs.ts';
@@ -25,25 +25,15 @@ export async function purgeImageJobs(em: EntityManager, policy: JobPolicy, now: 
   return { staled, deleted };
 }
 
-/** Runs the purge every `intervalMs`; returns the stop function (which waits for a running purge). */
+/** Runs the purge `intervalMs` after start and after each purge; returns the stop function (which waits for a running purge). */
 export function startImageJobPurge(
   run: () => Promise<{ staled: number; deleted: number }>,
   intervalMs: number,
   logger: Logger,
 ): () => Promise<void> {
-  let current: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    current = run().then(
-      ({ staled, deleted }) => {
-        if (staled > 0) logger.warn({ staled }, 'abandoned image jobs that outlived any request');
-        if (deleted > 0) logger.info({ deleted }, 'purged expired image jobs');
-      },
-      (err: unknown) => logger.warn({ err }, 'image job purge failed'),
-    );
-  }, intervalMs);
-  timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await current;
-  };
+  return startPeriodic({ name: 'image job purge', intervalMs, logger, runAtStart: false }, async () => {
+    const { staled, deleted } = await run();
+    if (staled > 0) logger.warn({ staled }, 'abandoned image jobs that outlived any request');
+    if (deleted > 0) logger.info({ deleted }, 'purged expired image jobs');
+  });
 }

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '@gw/service-kit';
+import { startPeriodic, type Logger } from '@gw/service-kit';
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import type { Clock } from '../clock.ts';
 import { VideoJob } from '../db/video-job.entity.ts';
 import type { JobDriver } from './job-driver.ts';
 import type { LeasedJob } from './job-outcomes.ts';
-import { startPeriodic } from './periodic.ts';
 
 export interface WorkerDeps {
   orm: MikroORM;
@@ -35,7 +34,7 @@ export class JobWorker {
   }
 
   start(): void {
-    this.#stopSchedule ??= startPeriodic('video worker round', () => this.#launch(), this.#deps.intervalMs, this.#deps.logger);
+    this.#stopSchedule ??= startPeriodic({ name: 'video worker round', intervalMs: this.#deps.intervalMs, logger: this.#deps.logger }, () => this.#launch());
   }
 
   /** One round, waiting for every job it drives (tests; `start` does not wait). Returns how many it drove. */
