@@ -1,40 +1,47 @@
 import { GatewayError } from '@gw/errors';
-import { Command } from 'commander';
-import { clients, type Clients } from './clients.ts';
-import { accountCommands } from './commands/accounts.ts';
-import { billingOpsCommands } from './commands/billing-ops.ts';
-import { keyCommands } from './commands/keys.ts';
-import { modelCommands } from './commands/models.ts';
-import { routeCommands } from './commands/routes.ts';
-import { userCommands } from './commands/users.ts';
-import { print, UsageError } from './output.ts';
+import { CommanderError } from 'commander';
+import { clients, UnreachableError, type Clients } from './clients.ts';
+import { VIEW } from './help.ts';
+import { buildProgram } from './program.ts';
+import { print, toJson, UsageError } from './output.ts';
 
 /**
  * `pnpm admin ...`: the operator CLI. It talks to the services over gRPC (dashboard members: to
- * the console's operator endpoint over HTTP), never to their databases. Every command prints one JSON object with --json; failures print
- * `{"error":{"code","message"}}` on stderr and exit non-zero.
+ * the console's operator endpoint over HTTP), never to their databases. It prints readable text;
+ * with --json one JSON object, and failures as `{"error":{"code","message"}}` on stderr, exiting
+ * non-zero (2 for a usage error).
  */
-async function run(fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean): Promise<void> {
+const json = process.argv.includes('--json');
+
+/** Prints a failure in the form asked for (`{"error":{...}}` under --json) and sets the exit code. */
+function fail(error: { code: string; message: string }, exitCode: number): void {
+  process.stderr.write(json ? `${toJson({ error })}\n` : `error: ${error.message}${error.code === 'usage' || error.code === 'unavailable' ? '' : ` (${error.code})`}\n`);
+  process.exitCode = exitCode;
+}
+
+async function run(fn: (c: Clients) => Promise<Record<string, unknown>>, asJson: boolean): Promise<void> {
   const c = clients();
   try {
-    print(await fn(c), json);
+    print(await fn(c), asJson, VIEW);
   } catch (err) {
-    const body =
-      err instanceof GatewayError
-        ? err.toBody()
-        : { error: { code: err instanceof UsageError ? 'usage' : 'unavailable', message: (err as Error).message } };
-    process.stderr.write(`${JSON.stringify(body)}\n`);
-    process.exitCode = err instanceof UsageError ? 2 : 1;
+    if (err instanceof GatewayError) fail((err.toBody() as { error: { code: string; message: string } }).error, 1);
+    else if (err instanceof UsageError) fail({ code: 'usage', message: err.message }, 2);
+    else if (err instanceof UnreachableError) fail({ code: 'unavailable', message: err.message }, 1);
+    else fail({ code: 'unavailable', message: (err as Error).message }, 1);
   } finally {
     c.close();
   }
 }
 
-const program = new Command('admin').description('Operator commands for the generation gateway');
-accountCommands(program, run);
-keyCommands(program, run);
-modelCommands(program, run);
-routeCommands(program, run);
-billingOpsCommands(program, run);
-userCommands(program, run);
-await program.parseAsync(process.argv);
+const program = buildProgram(run, json);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (!(err instanceof CommanderError)) throw err;
+  // Help is not a failure; a usage error exits 2 (commander printed it, unless under --json).
+  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') process.exitCode = 0;
+  else if (!json) process.exitCode = 2;
+  else if (err.code === 'commander.help') fail({ code: 'usage', message: 'a command is required (pnpm admin --help lists them)' }, 2);
+  else fail({ code: 'usage', message: err.message.replace(/^error: /, '') }, 2);
+}

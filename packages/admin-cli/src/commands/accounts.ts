@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import type { Clients } from '../clients.ts';
 import { positiveInt } from '../output.ts';
 
+const iso = (ms: bigint) => (ms > 0n ? new Date(Number(ms)).toISOString() : null);
+
 type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean) => Promise<void>;
 
 export function accountCommands(program: Command, run: Run): void {
@@ -12,6 +14,34 @@ export function accountCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { name: string; json?: boolean }) =>
       run(async (c) => ({ account_id: (await c.billing.createAccount({ name: o.name })).accountId }), !!o.json),
+    );
+
+  account
+    .command('show <account_id>')
+    .option('--json', 'print one JSON object')
+    .action((accountId: string, o: { json?: boolean }) =>
+      run(async (c) => {
+        const [acct, wallet, keys] = await Promise.all([
+          c.billing.getAccount({ accountId }),
+          c.billing.getWallet({ accountId }),
+          c.billing.listApiKeys({ accountId }),
+        ]);
+        return {
+          account_id: acct.accountId,
+          name: acct.name,
+          time_zone: acct.timeZone,
+          created_at: iso(acct.createdAtUnixMs),
+          balance: wallet.balance,
+          keys: keys.keys.map((k) => ({
+            key_id: k.keyId,
+            name: k.name,
+            key: `${k.prefix}...${k.lastFour}`,
+            created_at: iso(k.createdAtUnixMs),
+            expires_at: iso(k.expiresAtUnixMs),
+            revoked_at: iso(k.revokedAtUnixMs),
+          })),
+        };
+      }, !!o.json),
     );
 
   const wallet = program.command('wallet').description('wallets');

@@ -8,6 +8,11 @@ const iso = (ms: bigint) => (ms > 0n ? new Date(Number(ms)).toISOString() : null
 const limitsOut = (limits: Array<{ limitType: string; period: string; value: bigint }>) =>
   limits.map((l) => ({ limit_type: l.limitType, period: l.period, value: l.value }));
 
+const switchesOut = (s: { maintenance: boolean; aiRequestsDisabled: boolean } | undefined) => ({
+  maintenance: s?.maintenance ?? false,
+  ai_requests: !(s?.aiRequestsDisabled ?? false),
+});
+
 /** Per-key limits, rate limits, switches, reconciliation, usage and the ledger audit. */
 export function billingOpsCommands(program: Command, run: Run): void {
   const key = program.commands.find((c) => c.name() === 'key')!;
@@ -58,18 +63,21 @@ export function billingOpsCommands(program: Command, run: Run): void {
       }, !!o.json),
     );
 
-  program
-    .command('switch')
-    .description('operator switches')
+  const switches = program.command('switch').description('operator switches');
+  switches
+    .command('show')
+    .option('--json', 'print one JSON object')
+    .action((o: { json?: boolean }) => run(async (c) => switchesOut(await c.billing.getSwitches({})), !!o.json));
+  switches
     .command('set <name> <state>')
-    .description('maintenance on|off, ai-requests on|off')
+    .description('turns a switch on or off: maintenance on|off, ai-requests on|off')
     .option('--json', 'print one JSON object')
     .action((name: string, state: string, o: { json?: boolean }) =>
       run(async (c) => {
         if (!['maintenance', 'ai-requests'].includes(name)) throw new UsageError('switch is maintenance or ai-requests');
         if (!['on', 'off'].includes(state)) throw new UsageError('state is on or off');
         const res = await c.billing.setSwitch({ name: name === 'ai-requests' ? 'ai_requests' : name, on: state === 'on' });
-        return { maintenance: res.switches?.maintenance ?? false, ai_requests: !(res.switches?.aiRequestsDisabled ?? false) };
+        return switchesOut(res.switches);
       }, !!o.json),
     );
 

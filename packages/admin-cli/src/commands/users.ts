@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { GatewayError, isErrorCode } from '@gw/errors';
 import type { Command } from 'commander';
-import { LOCAL_RUN_FILE, type Clients } from '../clients.ts';
+import { localRun, UnreachableError, type Clients } from '../clients.ts';
 import { UsageError } from '../output.ts';
 
 type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean) => Promise<void>;
@@ -13,25 +12,25 @@ type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean)
  * CONSOLE_ADMIN_TOKEN, else those of the running `pnpm start`, else the local default address.
  */
 function consoleEndpoint(): { url: string; token: string } {
-  let local: { console?: string; consoleAdminToken?: string } = {};
-  try {
-    local = JSON.parse(readFileSync(LOCAL_RUN_FILE, 'utf8')) as typeof local;
-  } catch {
-    // no local run recorded
-  }
+  const local = localRun() as { console?: string; consoleAdminToken?: string };
   const url = process.env.CONSOLE_URL ?? local.console ?? 'http://127.0.0.1:8081';
   const token = process.env.CONSOLE_ADMIN_TOKEN ?? local.consoleAdminToken;
-  if (!token) throw new UsageError('CONSOLE_ADMIN_TOKEN is not set and no local run is recorded');
+  if (!token) throw new UsageError('CONSOLE_ADMIN_TOKEN is not set and no `pnpm start` run is recorded (.data/local-run.json)');
   return { url, token };
 }
 
 async function postConsole(path: string, body: unknown): Promise<Record<string, unknown>> {
   const { url, token } = consoleEndpoint();
-  const res = await fetch(new URL(path, url), {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
+  const ask = (signal: AbortSignal) =>
+    fetch(new URL(path, url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal,
+    });
+  // A stopped console refuses the connection at once; a hung one is given 10 s.
+  const res = await ask(AbortSignal.timeout(10_000)).catch((err: unknown) => {
+    throw (err as Error).name === 'TimeoutError' || (err as Error).message === 'fetch failed' ? new UnreachableError('the console', url, 'CONSOLE_URL') : err;
   });
   const answer = (await res.json().catch(() => ({}))) as Record<string, unknown> & { error?: { code?: unknown; message?: unknown } };
   if (res.ok) return answer;
