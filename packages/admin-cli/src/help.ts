@@ -30,6 +30,8 @@ const DESCRIPTIONS: Record<string, string> = {
   'model price': 'sets (--credits) or removes (--clear) the price per unit',
   'model enable': 'serves the model again',
   'model disable': 'stops serving the model until it is enabled again',
+  'model alias add': 'gives a model another public id (--model <id> --alias <public id>)',
+  'model alias remove': 'removes an alias (--alias <public id>)',
   catalog: 'catalog-wide operations',
   switch: 'operator switches: maintenance and pausing AI requests',
   'switch show': 'prints both switches',
