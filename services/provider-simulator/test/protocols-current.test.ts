@@ -72,19 +72,19 @@ describe('Anthropic messages', () => {
   it('accepts system turns inside messages, and answers the last user turn', async () => {
     const res = await postJson(messagesUrl(), { ...base, messages: [{ role: 'user', content: 'First question' }, { role: 'system', content: [{ type: 'text', text: 'Be terse.' }] }, { role: 'user', content: 'Second question' }] }, ANTHROPIC_AUTH);
     expect(res.status).toBe(200);
-    expect(res.body.content[0]!.text).toMatch(/^Simulated reply to: Second question/);
+    expect(res.body?.content?.[0]?.text).toMatch(/^Simulated reply to: Second question/);
   });
 
   it('answers output_config.format with an instance of the schema', async () => {
     const res = await postJson(messagesUrl(), { ...base, messages: [{ role: 'user', content: 'Describe someone' }], output_config: { format: { type: 'json_schema', schema: SCHEMA } } }, ANTHROPIC_AUTH);
-    expect(matchesSchema(JSON.parse(String(res.body.content[0]!.text)))).toBe(true);
+    expect(matchesSchema(JSON.parse(String(res.body?.content?.[0]?.text)))).toBe(true);
   });
 
   it('thinks first when thinking is adaptive or enabled: a thinking block with a signature, plain and streamed', async () => {
     const body = { ...base, messages: [{ role: 'user', content: 'Think about it' }], thinking: { type: 'adaptive' }, output_config: { effort: 'high' } };
     const res = await postJson(messagesUrl(), body, ANTHROPIC_AUTH);
-    expect(res.body.content[0]).toMatchObject({ type: 'thinking', thinking: expect.stringContaining('Think about it'), signature: expect.any(String) });
-    expect(res.body.content[1]!.type).toBe('text');
+    expect(res.body?.content?.[0]).toMatchObject({ type: 'thinking', thinking: expect.stringContaining('Think about it'), signature: expect.any(String) });
+    expect(res.body?.content?.[1]?.type).toBe('text');
     const streamed = await postJson(messagesUrl(), { ...body, thinking: { type: 'enabled', budget_tokens: 1024 }, stream: true }, ANTHROPIC_AUTH);
     const events = parseSse(streamed.text).map((e) => JSON.parse(e.data) as { type: string; index?: number; content_block?: { type: string }; delta?: { type: string } });
     expect(events.filter((e) => e.type === 'content_block_start').map((e) => [e.index, e.content_block!.type])).toEqual([[0, 'thinking'], [1, 'text']]);
@@ -94,12 +94,12 @@ describe('Anthropic messages', () => {
   it('calls the tool a directive names, not only the first', async () => {
     const tools = TOOLS.map((t) => ({ name: t.name, input_schema: t.schema }));
     const res = await postJson(messagesUrl(), { ...base, tools, messages: [{ role: 'user', content: 'Open it [[sim:tool=read_file]]' }] }, ANTHROPIC_AUTH);
-    expect(res.body.content[0]).toMatchObject({ type: 'tool_use', name: 'read_file', input: { path: 'sim-path' } });
+    expect(res.body?.content?.[0]).toMatchObject({ type: 'tool_use', name: 'read_file', input: { path: 'sim-path' } });
     const choice = await postJson(messagesUrl(), { ...base, tools, tool_choice: { type: 'tool', name: 'read_file' }, messages: [{ role: 'user', content: 'Open it' }] }, ANTHROPIC_AUTH);
-    expect(choice.body.content[0]!.name).toBe('read_file');
+    expect(choice.body?.content?.[0]?.name).toBe('read_file');
     // A directive naming no tool of the request calls none.
     const none = await postJson(messagesUrl(), { ...base, tools, messages: [{ role: 'user', content: 'Open it [[sim:tool=missing]]' }] }, ANTHROPIC_AUTH);
-    expect(none.body.content[0]!.type).toBe('text');
+    expect(none.body?.content?.[0]?.type).toBe('text');
   });
 });
 
@@ -108,17 +108,17 @@ describe('OpenAI chat completions', () => {
 
   it('answers response_format json_schema with an instance, json_object with an object', async () => {
     const res = await postJson(chatUrl(), { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Describe' }], response_format: { type: 'json_schema', json_schema: { name: 'p', schema: SCHEMA, strict: true } } }, OPENAI_AUTH);
-    expect(matchesSchema(JSON.parse(String(res.body.choices[0]!.message.content)))).toBe(true);
+    expect(matchesSchema(JSON.parse(String(res.body?.choices?.[0]?.message?.content)))).toBe(true);
     const obj = await postJson(chatUrl(), { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Describe' }], response_format: { type: 'json_object' } }, OPENAI_AUTH);
-    expect(JSON.parse(String(obj.body.choices[0]!.message.content))).toEqual({ reply: expect.any(String) });
+    expect(JSON.parse(String(obj.body?.choices?.[0]?.message?.content))).toEqual({ reply: expect.any(String) });
   });
 
   it('calls a named tool (tool choice or directive) and reports reasoning tokens for a reasoning effort', async () => {
     const res = await postJson(chatUrl(), { model: 'gpt-sim-mini', tools, messages: [{ role: 'user', content: 'go [[sim:tool=read_file]]' }], reasoning_effort: 'high' }, OPENAI_AUTH);
-    expect(res.body.choices[0]!.message.tool_calls[0]!.function.name).toBe('read_file');
-    expect(Number(res.body.usage.completion_tokens_details.reasoning_tokens)).toBeGreaterThan(0);
+    expect(res.body?.choices?.[0]?.message?.tool_calls?.[0]?.function?.name).toBe('read_file');
+    expect(Number(res.body?.usage?.completion_tokens_details?.reasoning_tokens)).toBeGreaterThan(0);
     const choice = await postJson(chatUrl(), { model: 'gpt-sim-mini', tools, tool_choice: { type: 'function', function: { name: 'read_file' } }, messages: [{ role: 'user', content: 'go' }] }, OPENAI_AUTH);
-    expect(choice.body.choices[0]!.message.tool_calls[0]!.function.name).toBe('read_file');
+    expect(choice.body?.choices?.[0]?.message?.tool_calls?.[0]?.function?.name).toBe('read_file');
   });
 });
 
@@ -133,10 +133,10 @@ describe('OpenAI responses', () => {
   it('emits a reasoning item first when a reasoning effort is asked, with encrypted content when included (plain and streamed)', async () => {
     const body = { model: 'gpt-sim-mini', input: 'Why?', reasoning: { effort: 'medium', summary: 'auto' }, include: ['reasoning.encrypted_content'], store: false };
     const res = await postJson(responsesUrl(), body, OPENAI_AUTH);
-    const output = res.body.output as unknown as Array<Record<string, unknown>>;
+    const output = res.body?.output as unknown as Array<Record<string, unknown>>;
     expect(output.map((i) => i.type)).toEqual(['reasoning', 'message']);
     expect(output[0]).toMatchObject({ summary: [{ type: 'summary_text', text: expect.stringContaining('Why?') }], encrypted_content: expect.any(String) });
-    expect(Number(res.body.usage.output_tokens_details.reasoning_tokens)).toBeGreaterThan(0);
+    expect(Number(res.body?.usage?.output_tokens_details?.reasoning_tokens)).toBeGreaterThan(0);
 
     const streamed = await postJson(responsesUrl(), { ...body, stream: true }, OPENAI_AUTH);
     const events = parseSse(streamed.text).map((e) => JSON.parse(e.data) as { type: string; output_index?: number; item?: { type: string }; response?: { output: Array<{ type: string }> } });
@@ -151,7 +151,7 @@ describe('OpenAI responses', () => {
   it('calls a function inside a namespace, naming its namespace', async () => {
     const tools = [{ type: 'namespace', name: 'multi_agent_v1', description: 'Agents', tools: [{ type: 'function', name: 'spawn_agent', parameters: { type: 'object', properties: { message: { type: 'string' } } } }] }, { type: 'function', name: 'shell', parameters: {} }];
     const res = await postJson(responsesUrl(), { model: 'gpt-sim-mini', input: 'Start [[sim:tool=spawn_agent]]', tools }, OPENAI_AUTH);
-    expect(res.body.output[0]).toMatchObject({ type: 'function_call', name: 'spawn_agent', namespace: 'multi_agent_v1', arguments: '{"message":"sim-message"}' });
+    expect(res.body?.output?.[0]).toMatchObject({ type: 'function_call', name: 'spawn_agent', namespace: 'multi_agent_v1', arguments: '{"message":"sim-message"}' });
   });
 });
 
@@ -160,14 +160,14 @@ describe('Gemini generateContent', () => {
   it('answers responseJsonSchema (or responseSchema) with an instance of the schema', async () => {
     for (const key of ['responseJsonSchema', 'responseSchema']) {
       const res = await postJson(geminiUrl(), { contents: [{ role: 'user', parts: [{ text: 'Describe' }] }], generationConfig: { responseMimeType: 'application/json', [key]: SCHEMA } }, GOOGLE_AUTH);
-      expect(matchesSchema(JSON.parse(String(res.body.candidates[0]!.content.parts[0]!.text)))).toBe(true);
+      expect(matchesSchema(JSON.parse(String(res.body?.candidates?.[0]?.content?.parts?.[0]?.text)))).toBe(true);
     }
   });
 
   it('shows a thought first when thoughts are included, counted apart', async () => {
     const res = await postJson(geminiUrl(), { contents: [{ role: 'user', parts: [{ text: 'Ponder' }] }], generationConfig: { thinkingConfig: { includeThoughts: true } } }, GOOGLE_AUTH);
-    expect(res.body.candidates[0]!.content.parts[0]).toMatchObject({ thought: true, text: expect.stringContaining('Ponder') });
-    const usage = res.body.usageMetadata as unknown as Record<string, number>;
+    expect(res.body?.candidates?.[0]?.content?.parts?.[0]).toMatchObject({ thought: true, text: expect.stringContaining('Ponder') });
+    const usage = res.body?.usageMetadata as unknown as Record<string, number>;
     expect(usage.thoughtsTokenCount).toBeGreaterThan(0);
     expect(usage.totalTokenCount).toBe(usage.promptTokenCount! + usage.candidatesTokenCount! + usage.thoughtsTokenCount!);
   });

@@ -5,6 +5,8 @@ import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
 import { anthropicBeta, preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
+import { removedTools } from '../generation/removed-tools.ts';
+import { REMOVED_TOOLS_HEADER } from '@gw/translate';
 
 /** The three imitated text protocols: same pipeline, each in its own dialect. */
 const PROTOCOLS: Array<{ path: 'chat/completions' | 'messages' | 'responses'; dialect: ClientDialect }> = [
@@ -50,6 +52,9 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
     const config = { deferRateLimit: true, messagesProtocol: dialect === 'messages', generation: true };
     app.post(`/${path}`, { config, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS[path] }, async (request, reply) => {
       const { body, model, anthropicBeta: betas } = await preflightText(deps, request, dialect, path);
+      const removed = removedTools(dialect, body, model);
+      // On the raw response, so that a stream's head (written there) carries it too.
+      if (removed.length > 0) reply.raw.setHeader(REMOVED_TOOLS_HEADER, removed.join(', '));
       const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model, anthropicBeta: betas });
       return result?.body ?? reply;
     });
