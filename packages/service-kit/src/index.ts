@@ -5,6 +5,7 @@ export { onShutdown, type ShutdownStep } from './shutdown.ts';
 export { writeReadyFile } from './ready-file.ts';
 export { BytesBudget } from './bytes-budget.ts';
 export { startPeriodic, type PeriodicOptions } from './periodic.ts';
+export { isTimeZone } from './time-zone.ts';
 export { createOrm, runMigrations, type NamedMigration, type OrmOptions, type RepeatableMigration } from './db/orm.ts';
 export { observeQueries, type QueryGauge } from './db/gauges.ts';
 export { runPrepared, type PreparedStatement } from './db/prepared.ts';

@@ -1,10 +1,11 @@
 import { GatewayError } from '@gw/errors';
+import { isTimeZone } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { getAccount } from './account-profile.ts';
 import { keyDetails } from './account-keys.ts';
 import { requireUuid } from './inputs.ts';
 import { DEFAULT_PAGE, MAX_PAGE } from './ledger-history.ts';
-import { dayNumber, isTimeZone } from './usage-report.ts';
+import { dayNumber } from './usage-report.ts';
 
 /**
  * The account's requests as a log, one row per billed request: its hold (when, which key, endpoint

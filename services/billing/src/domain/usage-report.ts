@@ -1,4 +1,5 @@
 import { GatewayError } from '@gw/errors';
+import { isTimeZone } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { keyDetails } from './account-keys.ts';
 import { requireUuid } from './inputs.ts';
@@ -55,16 +56,6 @@ export function dayNumber(name: string, value: string): number {
     throw new GatewayError('invalid_request', `${name} is not a calendar date.`);
   }
   return ms / 86_400_000;
-}
-
-/** True for an IANA zone name this runtime knows (Postgres knows the same tz database). */
-export function isTimeZone(name: string): boolean {
-  if (name.length === 0 || name.length > 64) return false;
-  try {
-    return new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone !== '';
-  } catch {
-    return false;
-  }
 }
 
 const SUMS = `count(*)::text as requests, coalesce(sum(input_tokens), 0)::text as input_tokens,

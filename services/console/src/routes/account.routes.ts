@@ -1,3 +1,4 @@
+import { isTimeZone } from '@gw/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { PASSWORD_MAX } from '../auth/passwords.ts';
@@ -6,7 +7,7 @@ import { formField } from '../http/forms.ts';
 import { MemberError } from '../members/members.ts';
 import { accountPage } from '../views/account.view.ts';
 import type { Notice } from '../views/layout.ts';
-import { isTimeZone, timeZoneChoices } from '../views/zoned-time.ts';
+import { timeZoneChoices } from '../views/zoned-time.ts';
 import { noticeFrom, viewerFor } from './viewer.ts';
 
 export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {

@@ -87,16 +87,6 @@ export function instantOfLocal(value: string, timeZone: string): Date | null {
   return new Date(instant);
 }
 
-/** True for a zone name Intl knows (and so does Postgres: both follow the IANA database). */
-export function isTimeZone(name: string): boolean {
-  if (name.length === 0 || name.length > 64) return false;
-  try {
-    return new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone !== '';
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Zones for the display time zone picker: the runtime's canonical list (which spells some zones
  * the old way, e.g. Asia/Saigon) plus UTC and the account's own spelling.
