@@ -20,16 +20,16 @@ describe('GET /v1/models through the whole system', () => {
 
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${system.baseUrl}${path}`, { headers });
   const listedIds = async () => ((await (await get('/models', bearer(apiKey))).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
-  const chat = (content: string) =>
+  const chatAs = (key: string, content: string) =>
     fetch(`${system.baseUrl}/chat/completions`, {
       method: 'POST',
-      headers: { ...bearer(apiKey), 'content-type': 'application/json' },
+      headers: { ...bearer(key), 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'compat-sim-chat', messages: [{ role: 'user', content }] }),
     });
+  const chat = (content: string) => chatAs(apiKey, content);
 
   beforeAll(async () => {
-    // A short cool-down: one test fails a route until it cools, then waits for it to come back.
-    system = await startTestSystem({ serviceEnv: { text: { ROUTE_COOL_DOWN_MS: '3000' } } });
+    system = await startTestSystem();
     const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
     for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
     const { TEXT } = catalogV1.ModelKind;
@@ -252,22 +252,41 @@ describe('GET /v1/models through the whole system', () => {
     expect(await docs.text()).toContain('swagger');
   });
 
-  it('a model whose every route cools down leaves the listing and is refused at once with Retry-After, then returns', async () => {
-    // Its only route fails three times in a row (the threshold): it cools down in the text service.
-    for (let i = 0; i < 3; i++) expect((await chat('x [[sim:fault=500]]')).status).toBe(502);
-    const fromText = await chat('hello');
-    expect(fromText.status).toBe(503);
-    expect(((await fromText.json()) as { error: { code: string } }).error.code).toBe('model_temporarily_unavailable');
-    const wait = Number(fromText.headers.get('retry-after'));
-    expect(wait).toBeGreaterThanOrEqual(1);
-    expect(wait).toBeLessThanOrEqual(3);
-    // The gateway took note: the listing leaves it out, and the gateway itself refuses it now.
-    expect(await listedIds()).not.toContain('compat-sim-chat');
-    const fromGateway = await chat('hello');
-    expect(fromGateway.status).toBe(503);
-    expect(((await fromGateway.json()) as { error: { message: string } }).error.message).toMatch(/temporarily unavailable after repeated provider failures/);
-    await new Promise((r) => setTimeout(r, wait * 1000));
+  it("one account's prompt-provoked failures do not take a model away from anyone", async () => {
+    // 25 requests of one account that make the provider fail: the route stays open to others.
+    for (let i = 0; i < 25; i++) expect((await chat('x [[sim:fault=500]]')).status).toBe(502);
+    const other = await fundedAccount(system, 1000);
+    expect((await chatAs(other.apiKey, 'hello')).status).toBe(200);
+    expect(await listedIds()).toContain('compat-sim-chat');
+  }, 30_000);
+
+  it('a model whose every route fails for several accounts leaves the listing and is refused at once with Retry-After, then returns', async () => {
+    const sim = (method: string, path: string, body?: object) =>
+      fetch(`${system.simulatorUrl}${path}`, { method, ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
+    await sim('PUT', '/_sim/settings/compat/compat-sim-chat', { fault: '500' });
+    try {
+      // Failures of three accounts in the window: the route opens for the whole deployment.
+      const keys = [apiKey, (await fundedAccount(system, 1000)).apiKey, (await fundedAccount(system, 1000)).apiKey];
+      // (502 until the route opens; 503 once it has, when the gateway already knows.)
+      for (const key of [...keys, ...keys]) expect([502, 503]).toContain((await chatAs(key, 'hello')).status);
+      const until = Date.now() + 5_000;
+      while ((await listedIds()).includes('compat-sim-chat') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      // The gateway learnt it from the route event: the listing leaves the model out, and it is refused before any hold.
+      expect(await listedIds()).not.toContain('compat-sim-chat');
+      const refused = await chat('hello');
+      expect(refused.status).toBe(503);
+      expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+        code: 'model_temporarily_unavailable',
+        message: expect.stringMatching(/temporarily unavailable after repeated provider failures/),
+      });
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    } finally {
+      await sim('DELETE', '/_sim/settings');
+    }
+    // The provider is back: the next probe closes the route within seconds, and the model returns.
+    const back = Date.now() + 10_000;
+    while (!(await listedIds()).includes('compat-sim-chat') && Date.now() < back) await new Promise((r) => setTimeout(r, 100));
     expect(await listedIds()).toContain('compat-sim-chat');
     expect((await chat('hello')).status).toBe(200);
-  }, 20_000);
+  }, 30_000);
 });
