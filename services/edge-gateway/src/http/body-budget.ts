@@ -5,9 +5,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 const MIB = 1024 * 1024;
 
-/** A body that stops arriving is cut after this long without a byte (config `HTTP_BODY_IDLE_TIMEOUT_MS`). */
-export const DEFAULT_BODY_IDLE_TIMEOUT_MS = 30_000;
-
 /** True when the request carries a body to read (a length above 0, or chunks). */
 function hasBody(request: FastifyRequest): boolean {
   const declared = request.headers['content-length'];

@@ -322,5 +322,3 @@ export const ROUTE_DOCS = {
     codes: [...AUTH, 'not_found'],
   }),
 } as const;
-
-export type DocumentedRoute = keyof typeof ROUTE_DOCS;
