@@ -68,7 +68,7 @@ describe('requests as current clients send them, through the whole system', () =
     system = await startTestSystem({ serviceEnv: { billing: { RATE_LIMIT_PER_SECOND: '1000' } } });
     await seedDemoModels(system);
     apiKey = (await fundedAccount(system, 10_000_000)).apiKey;
-    await waitForListing(system, apiKey, ['gpt-sim-mini', 'claude-sim-sonnet', 'gemini-sim-flash']);
+    await waitForListing(system, apiKey, ['gpt-sim-mini', 'claude-sim-sonnet', 'gemini-sim-flash', 'compat-sim-chat']);
   }, 120_000);
   afterAll(() => system?.stop());
 
@@ -155,6 +155,24 @@ describe('requests as current clients send them, through the whole system', () =
       expect(sent).toMatchObject({ store: false, include: ['reasoning.encrypted_content'] });
       expect(JSON.stringify(sent.input)).toContain('"encrypted_content":"opaque"');
     }
+  });
+
+  it('a messages stream translated for another provider reports the input tokens in message_start: the counter\'s count, else 0 with the real count in message_delta', async () => {
+    const usages = async (model: string) => {
+      const res = await post('messages', { model, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'Count my tokens, please.' }] });
+      const events = (await res.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { type: string; message?: { usage: { input_tokens: number } }; usage?: { input_tokens: number } });
+      return { start: events.find((e) => e.type === 'message_start')!.message!.usage.input_tokens, delta: events.find((e) => e.type === 'message_delta')!.usage!.input_tokens };
+    };
+    // Gemini's counter counts as its usage does: the same number up front and at the end.
+    const gemini = await usages('gemini-sim-flash');
+    expect(gemini.start).toBeGreaterThan(0);
+    expect(gemini.start).toBe(gemini.delta);
+    // OpenAI's counter (responses input tokens) for a chat upstream: a real count up front.
+    expect((await usages('gpt-sim-mini')).start).toBeGreaterThan(0);
+    // The compatible provider has no counter: 0 up front, never an estimate; the count at the end.
+    const compat = await usages('compat-sim-chat');
+    expect(compat.start).toBe(0);
+    expect(compat.delta).toBeGreaterThan(0);
   });
 
   it('a chat request with web_search_options: the option is not sent to the OpenAI provider, and the response says so', async () => {

@@ -155,6 +155,12 @@ export interface ResponseContext {
   created: number;
   /** The client's request body: a responses body echoes its settings (tools, temperature…). */
   request?: Json;
+  /**
+   * The request's input tokens as the provider's own counter gave them before the answer, for the
+   * protocol that reports them up front (messages' `message_start`); never an estimate. Absent:
+   * `message_start` says 0, and the real count comes with `message_delta`.
+   */
+  inputTokens?: number;
 }
 
 export interface RequestOptions {

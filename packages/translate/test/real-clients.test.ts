@@ -252,3 +252,28 @@ describe('hosted tools a same-dialect provider charges for are removed before th
     expect(out).toEqual({ body: { ...body, model: 'upstream-model' }, removedTools: [] });
   });
 });
+
+describe('a translated messages stream reports the input tokens up front when they are known', () => {
+  const upstream = [
+    { data: { id: 'c', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hi' } }] } },
+    { data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] } },
+    { data: { id: 'c', choices: [], usage: { prompt_tokens: 42, completion_tokens: 3, total_tokens: 45 } } },
+    { data: '[DONE]' },
+  ];
+  const run = (inputTokens?: number) => {
+    const translator = createStreamTranslator('chat', 'messages', inputTokens === undefined ? CTX : { ...CTX, inputTokens });
+    return upstream.flatMap((e) => translator.push(e)).concat(translator.end()).map((e) => e.data as { type: string; message?: { usage: Record<string, number> }; usage?: Record<string, number> });
+  };
+
+  it("message_start carries the provider counter's count; message_delta the final usage", () => {
+    const events = run(41);
+    expect(events[0]!.message!.usage).toMatchObject({ input_tokens: 41, output_tokens: 0 });
+    expect(events.find((e) => e.type === 'message_delta')!.usage).toMatchObject({ input_tokens: 42, output_tokens: 3 });
+  });
+
+  it('without a count, message_start says 0 and message_delta still carries the input tokens', () => {
+    const events = run();
+    expect(events[0]!.message!.usage.input_tokens).toBe(0);
+    expect(events.find((e) => e.type === 'message_delta')!.usage!.input_tokens).toBe(42);
+  });
+});

@@ -394,7 +394,7 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: ZERO_USAGE,
+          usage: { ...ZERO_USAGE, input_tokens: ctx.inputTokens ?? 0 },
         };
         out.push(ev({ type: 'message_start', message }));
       }

@@ -161,6 +161,7 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
       const upstream = upstreamBody(client, dialect, body, route, true, req.defaultMaxOutputTokens);
+      const inputCount = countAlongside(adapter, client, dialect, body, route, req, signal);
       // The first-byte deadline: a route that has sent no event by then is left for the next,
       // nothing having reached the client.
       const res = await adapter.text(dialect, upstream, {
@@ -172,11 +173,13 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
         ...nativeHeaders(client, dialect, req),
       });
       if (res.kind !== 'stream') throw new GatewayError('upstream_error', 'The provider did not stream.');
-      return { route, dialect, events: res.events, provider: adapter.name };
+      return { route, dialect, events: res.events, provider: adapter.name, inputCount };
     },
     { signal, account: req.accountId },
   );
-  const translator = createStreamTranslator(started.dialect, client, ctx);
+  // The first upstream event is in: the stream opens once the count is too (see countAlongside).
+  const inputTokens = started.inputCount && (await atMost(started.inputCount, COUNT_WAIT_MS));
+  const translator = createStreamTranslator(started.dialect, client, inputTokens === undefined ? ctx : { ...ctx, inputTokens });
   streamUsage = () => translator.usage();
   try {
     // Each event is translated as it is read (so the provider call's telemetry, taken when the
@@ -197,6 +200,45 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
     const code = err instanceof GatewayError ? err.code : 'upstream_error';
     const message = err instanceof GatewayError ? err.message : 'The upstream provider stream failed.';
     yield end({ errorCode: code, errorMessage: message, provider: started.provider });
+  }
+}
+
+/** How long a stream's opening waits for the provider's token counter once its first event is in. */
+export const COUNT_WAIT_MS = 2_000;
+
+/**
+ * The messages protocol reports the input tokens up front, in `message_start`; a provider of
+ * another dialect reports them only at its end. Where that provider has a token counter (free),
+ * it is asked at the same time as the generation, and the stream opens once both the count and
+ * the first upstream event are in, so that `message_start` carries the provider's own count
+ * (never an estimate). A counter that fails, or is not done `COUNT_WAIT_MS` after the first event,
+ * leaves it at 0: the real count still comes in `message_delta`. Undefined when there is nothing
+ * to ask (a messages provider reports the count in its own `message_start`).
+ */
+function countAlongside(
+  adapter: ProviderAdapter,
+  client: TextDialect,
+  dialect: TextDialect,
+  body: Json,
+  route: catalogV1.Route,
+  req: textV1.GenerateStreamRequest,
+  signal: AbortSignal,
+): Promise<number | undefined> | undefined {
+  if (client !== 'messages' || dialect === 'messages' || !adapter.countTokens) return undefined;
+  const upstream = upstreamBody(client, dialect, body, route, false, 0);
+  return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId, ...nativeHeaders(client, dialect, req) }).catch(() => undefined);
+}
+
+/** `promise`'s value, or undefined when it takes longer than `ms`. */
+async function atMost<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
