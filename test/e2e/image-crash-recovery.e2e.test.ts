@@ -5,6 +5,7 @@ import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { balanceOf, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+import { bodyHash } from '../../services/edge-gateway/src/generation/idempotency.ts';
 
 const PRICE = Number(DEMO_MODELS.find((m) => m.id === 'gpt-sim-one-image')!.priceCreditPerUnit);
 const FUNDED = 1_000_000;
@@ -22,7 +23,9 @@ describe('an image request whose gateway died mid-way', () => {
   let billing: ReturnType<typeof billingClient>;
 
   beforeAll(async () => {
-    system = await startTestSystem({ serviceEnv: { media: { IMAGE_JOB_STALE_MS: '1500', IMAGE_PURGE_INTERVAL_MS: '300' } } });
+    system = await startTestSystem({
+      serviceEnv: { media: { IMAGE_JOB_STALE_MS: '1500', IMAGE_PURGE_INTERVAL_MS: '300', IMAGE_CLAIM_LEASE_MS: '1500', IMAGE_ORPHAN_SWEEP_MS: '200' } },
+    });
     await seedDemoModels(system);
     media = mediaClient(system);
     billing = billingClient(system);
@@ -83,6 +86,51 @@ describe('an image request whose gateway died mid-way', () => {
     await dieAfter('hold', account, `crash-${randomUUID()}`);
     expect(await balanceOf(system, account.accountId)).toBe(FUNDED - PRICE);
     await balanceBecomes(account.accountId, FUNDED);
+  }, 60_000);
+
+  it('media killed with -9 between commit and answer: a retry with the key runs once within a lease, not 409 for 30 minutes', async () => {
+    const account = await fundedAccount(system, FUNDED);
+    await waitForListing(system, account.apiKey, ['gpt-sim-one-image']);
+    const key = `media-crash-${randomUUID()}`;
+    const request = { model: 'gpt-sim-one-image', prompt: 'the retry after media died' };
+    const post = () =>
+      fetch(`${system.baseUrl}/images/generations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify(request),
+      });
+    // The gateway's claim commits in media; media dies before the gateway hears the answer.
+    await media.beginImageJob({ accountId: account.accountId, idempotencyKey: key, bodyHash: bodyHash(request), operation: mediaV1.ImageOperation.GENERATE });
+    const child = system.services.get('media')!.child;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+    await system.restartService('media');
+
+    // While the lease lasts the key is in use (409); then the retry runs, once, and is charged once.
+    const statuses: number[] = [];
+    const deadline = Date.now() + 15_000;
+    let done: Response | undefined;
+    while (Date.now() < deadline) {
+      const res = await post();
+      statuses.push(res.status);
+      if (res.status !== 409) {
+        done = res;
+        break;
+      }
+      await res.body?.cancel();
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(done?.status).toBe(200);
+    expect(new Set(statuses.slice(0, -1))).toEqual(statuses.length > 1 ? new Set([409]) : new Set());
+    const body = (await done!.json()) as { data: unknown[]; service: { credit_charged: number; balance_after: number } };
+    expect(body.data).toHaveLength(1);
+    expect(body.service).toEqual({ credit_charged: PRICE, balance_after: FUNDED - PRICE });
+    // The same key again: the finished job, not a second run or charge.
+    const again = await post();
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { error: { code: string; job_id?: string } }).error).toMatchObject({ code: 'duplicate_request', job_id: expect.stringMatching(/^imgjob_/) });
+    expect(await balanceOf(system, account.accountId)).toBe(FUNDED - PRICE);
   }, 60_000);
 
   it('leaves a ledger whose every balance equals the sum of its entries', async () => {

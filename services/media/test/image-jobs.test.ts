@@ -10,7 +10,9 @@ import {
   finishImageJob,
   getImageJob,
   IMAGE_JOB_ID,
+  leaseEnd,
   recordOutput,
+  renewClaim,
   type BeginInput,
   type JobPolicy,
 } from '../src/domain/image-jobs.ts';
@@ -148,16 +150,70 @@ describe('image jobs and Idempotency-Keys on real Postgres', () => {
     expect(err.code).toBe('not_found');
   });
 
-  it('a job left running past the stale bound frees its key, at begin and by the purge', async () => {
+  it('a job left running past the stale bound frees its key, at begin and by the purge, even with its lease renewed', async () => {
+    const leased: JobPolicy = { ...POLICY, claimLeaseMs: 2 * HOUR };
     const key = randomUUID();
-    const stuck = await beginImageJob(em(), keyed(key), POLICY, T0);
-    expect((await refusal(beginImageJob(em(), keyed(key), POLICY, at(POLICY.staleAfterMs - 1)))).code).toBe('duplicate_request');
-    await expect(beginImageJob(em(), keyed(key), POLICY, at(POLICY.staleAfterMs + 1))).resolves.not.toBe(stuck);
+    const stuck = await beginImageJob(em(), keyed(key), leased, T0);
+    expect((await refusal(beginImageJob(em(), keyed(key), leased, at(leased.staleAfterMs - 1)))).code).toBe('duplicate_request');
+    await expect(beginImageJob(em(), keyed(key), leased, at(leased.staleAfterMs + 1))).resolves.not.toBe(stuck);
 
-    const other = await beginImageJob(em(), keyed(randomUUID()), POLICY, T0);
-    const { staled } = await purgeImageJobs(em(), POLICY, at(POLICY.staleAfterMs + 1));
+    const other = await beginImageJob(em(), keyed(randomUUID()), leased, T0);
+    const { staled } = await purgeImageJobs(em(), leased, at(leased.staleAfterMs + 1));
     expect(staled).toBeGreaterThanOrEqual(1);
     expect((await refusal(claimRun(em(), { jobId: other, accountId: 'acct-1', operation: 'generate' }, T0))).code).toBe('not_found');
+  });
+
+  describe('claims carry leases', () => {
+    const LEASE = 60_000;
+    const leased: JobPolicy = { ...POLICY, claimLeaseMs: LEASE };
+    const announced = async (jobId: string) =>
+      Number((await em().execute<Array<{ n: string }>>('select count(*) as n from outbox_event where msg_id = ?', [`${jobId}:abandoned`]))[0]!.n);
+
+    it('media died between commit and answer: a retry with the key is 409 while the lease lasts, then runs once', async () => {
+      const key = randomUUID();
+      const lost = await beginImageJob(em(), keyed(key), leased, T0); // committed; its answer never reached the gateway
+      const early = await refusal(beginImageJob(em(), keyed(key), leased, at(LEASE - 1)));
+      expect(early.code).toBe('duplicate_request');
+      expect(early.message).toMatch(/free again within a minute/);
+      const retry = await beginImageJob(em(), keyed(key), leased, at(LEASE + 1));
+      expect(retry).not.toBe(lost);
+      // The orphan is abandoned and announced once (billing gives back whatever it held), and the
+      // retry's job runs: the provider is called once for it.
+      expect(await announced(lost)).toBe(1);
+      await expect(claimRun(em(), { jobId: retry, accountId: 'acct-1', operation: 'generate' }, at(LEASE + 2))).resolves.toEqual({ keepResult: true });
+      expect((await refusal(claimRun(em(), { jobId: lost, accountId: 'acct-1', operation: 'generate' }, at(LEASE + 2)))).code).toBe('not_found');
+    });
+
+    it('the sweep frees an orphan without a retry; a claim whose run renews it stays, and a finished one answers its job', async () => {
+      const [orphanKey, runningKey] = [randomUUID(), randomUUID()];
+      const orphan = await beginImageJob(em(), keyed(orphanKey), leased, T0);
+      const running = await beginImageJob(em(), keyed(runningKey), leased, T0);
+      await claimRun(em(), { jobId: running, accountId: 'acct-1', operation: 'generate' }, at(30_000), leaseEnd(leased, at(30_000)));
+      expect(await renewClaim(em(), running, leaseEnd(leased, at(80_000)))).toBe(true); // the run renews every third of a lease
+      expect(await renewClaim(em(), running, at(0))).toBe(true); // a late, shorter renewal shortens nothing
+
+      const { staled } = await purgeImageJobs(em(), leased, at(LEASE + 1));
+      expect(staled).toBeGreaterThanOrEqual(1);
+      expect(await announced(orphan)).toBe(1);
+      expect(await announced(running)).toBe(0);
+      expect((await refusal(beginImageJob(em(), keyed(runningKey), leased, at(LEASE + 1)))).code).toBe('duplicate_request');
+
+      await recordOutput(em(), { jobId: running, provider: 'openai', keepResult: true, leaseUntil: leaseEnd(leased, at(120_000)) }, [
+        { data: png(2, 3), mimeType: 'image/png' },
+      ]);
+      await finishImageJob(em(), { jobId: running, accountId: 'acct-1', creditCharged: 1_000n, balanceAfter: 9_000n }, leased, at(121_000));
+      const again = await refusal(beginImageJob(em(), keyed(runningKey), leased, at(10 * LEASE)));
+      expect(again.details).toEqual({ job_id: running }); // the retry gets the job, charged once
+      expect(await renewClaim(em(), running, at(20 * LEASE))).toBe(false); // no longer running
+    });
+
+    it('leases are not judged before leasesFrom (a media that just restarted lets runs renew first)', async () => {
+      const key = randomUUID();
+      const lost = await beginImageJob(em(), keyed(key), leased, T0);
+      const restarted: JobPolicy = { ...leased, leasesFrom: at(LEASE + 30_000) };
+      expect((await refusal(beginImageJob(em(), keyed(key), restarted, at(LEASE + 1)))).code).toBe('duplicate_request');
+      expect(await beginImageJob(em(), keyed(key), restarted, at(LEASE + 30_000))).not.toBe(lost);
+    });
   });
 
   it('the purge deletes expired jobs with their images and keeps live ones', async () => {

@@ -27,6 +27,8 @@ const ImageJobSchema = defineEntity({
     runStartedAt: p.datetime().nullable(),
     completedAt: p.datetime().nullable(),
     expiresAt: p.datetime(),
+    /** While `running`: the claim's lease, extended while media runs the job; ended, the job is an orphan. */
+    leaseUntil: p.datetime().nullable(),
   },
 });
 export class ImageJob extends ImageJobSchema.class {}

@@ -1,6 +1,6 @@
 import { startPeriodic, type Logger } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { JobPolicy } from './image-jobs.ts';
+import { orphanBounds, type JobPolicy } from './image-jobs.ts';
 import { abandonStaleJobs } from './stale-jobs.ts';
 
 /** Rows deleted per statement, so one purge never holds a long lock or a huge transaction. */
@@ -11,7 +11,7 @@ const BATCH = 500;
  * `expires_at` with its images, in batches. Returns what it did.
  */
 export async function purgeImageJobs(em: EntityManager, policy: JobPolicy, now: Date): Promise<{ staled: number; deleted: number }> {
-  const staled = await abandonStaleJobs(em, new Date(now.getTime() - policy.staleAfterMs), now);
+  const staled = await abandonStaleJobs(em, orphanBounds(policy, now), now);
   let deleted = 0;
   for (;;) {
     const res = await em.execute<{ affectedRows: number }>(

@@ -18,6 +18,32 @@ export interface JobPolicy {
    * gateway's deadline for a whole request.
    */
   staleAfterMs: number;
+  /**
+   * A claim's lease (default 60 s): set when the job begins, extended while media runs it. A
+   * running job whose lease ended (media died between commit and answer, or under the run; or the
+   * gateway died) is abandoned at once: a retry with its key runs anew instead of 409 for 30 minutes.
+   */
+  claimLeaseMs?: number;
+  /**
+   * Leases are judged from this instant on (the process's start + a lease): a media that just
+   * restarted first lets the runs of its peers renew. Absent: always.
+   */
+  leasesFrom?: Date;
+}
+
+export const CLAIM_LEASE_MS = 60_000;
+
+/** The lease of a claim, or of a run, that begins or is renewed `now`. */
+export function leaseEnd(policy: Pick<JobPolicy, 'claimLeaseMs'>, now: Date): Date {
+  return later(now, policy.claimLeaseMs ?? CLAIM_LEASE_MS);
+}
+
+/** Running jobs are orphans when created before the first instant or leased until before the second. */
+export function orphanBounds(policy: JobPolicy, now: Date): { staleBefore: Date; leaseEndedBefore: Date | null } {
+  return {
+    staleBefore: new Date(now.getTime() - policy.staleAfterMs),
+    leaseEndedBefore: policy.leasesFrom && now < policy.leasesFrom ? null : now,
+  };
 }
 
 /** An image produced by a job, as kept and as returned. */
@@ -92,16 +118,18 @@ async function insertJob(em: EntityManager, input: BeginInput, policy: JobPolicy
     status: 'running',
     createdAt: now,
     expiresAt: later(now, policy.resultTtlMs),
+    leaseUntil: leaseEnd(policy, now),
   });
   return id;
 }
 
 /**
- * Frees the key from a job that outlived it: expired rows go, stale running ones are abandoned.
- * Every condition names `status <> 'abandoned'` so the partial unique index serves the lookup.
+ * Frees the key from a job that outlived it: expired rows go, orphaned running ones (lease ended,
+ * or stale) are abandoned. Every condition names `status <> 'abandoned'` so the partial unique
+ * index serves the lookup.
  */
 async function freeKey(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<void> {
-  await abandonStaleJobs(em, new Date(now.getTime() - policy.staleAfterMs), now, input);
+  await abandonStaleJobs(em, orphanBounds(policy, now), now, input);
   await em.execute(
     `delete from image_job where account_id = ? and idempotency_key = ? and status <> 'abandoned' and expires_at <= ?`,
     [input.accountId, input.idempotencyKey, now],
@@ -125,7 +153,22 @@ function duplicateOf(live: ImageJob, input: BeginInput): GatewayError {
       { job_id: live.id },
     );
   }
-  return new GatewayError('duplicate_request', 'A request with this Idempotency-Key is in progress. The provider is not called again.');
+  return new GatewayError(
+    'duplicate_request',
+    'A request with this Idempotency-Key is in progress. The provider is not called again. If the request that used it failed, the key is free again within a minute: retry then.',
+  );
+}
+
+/**
+ * Extends the lease of a running job's claim until `until` (never shortens it). False when the
+ * job is no longer running.
+ */
+export async function renewClaim(em: EntityManager, jobId: string, until: Date): Promise<boolean> {
+  const rows = await em.execute<Array<{ id: string }>>(
+    `update image_job set lease_until = greatest(lease_until, ?) where id = ? and status = 'running' returning id`,
+    [until, jobId],
+  );
+  return rows.length > 0;
 }
 
 /**
@@ -136,12 +179,13 @@ export async function claimRun(
   em: EntityManager,
   job: { jobId: string; accountId: string; operation: ImageOperationName },
   now: Date,
+  leaseUntil: Date = leaseEnd({}, now),
 ): Promise<{ keepResult: boolean }> {
   const rows = await em.execute<Array<{ keep_result: boolean }>>(
-    `update image_job set run_started_at = ?
+    `update image_job set run_started_at = ?, lease_until = greatest(lease_until, ?)
      where id = ? and account_id = ? and operation = ? and status = 'running' and run_started_at is null
      returning idempotency_key is not null as keep_result`,
-    [now, job.jobId, job.accountId, job.operation],
+    [now, leaseUntil, job.jobId, job.accountId, job.operation],
   );
   const row = rows[0];
   if (!row) throw new GatewayError('not_found', 'No image job of this account is waiting to run with this id.');
@@ -154,11 +198,13 @@ export async function claimRun(
  */
 export async function recordOutput(
   em: EntityManager,
-  job: { jobId: string; provider: string; keepResult: boolean },
+  job: { jobId: string; provider: string; keepResult: boolean; leaseUntil?: Date },
   images: readonly StoredImage[],
 ): Promise<boolean> {
   return em.transactional(async (tx) => {
-    const updated = await tx.nativeUpdate(ImageJob, { id: job.jobId, status: 'running' }, { provider: job.provider });
+    // The gateway settles and finishes next: its claim gets a fresh lease for that.
+    const lease = job.leaseUntil ? { leaseUntil: job.leaseUntil } : {};
+    const updated = await tx.nativeUpdate(ImageJob, { id: job.jobId, status: 'running' }, { provider: job.provider, ...lease });
     if (updated === 0) return false;
     if (job.keepResult && images.length > 0) {
       await tx.insertMany(

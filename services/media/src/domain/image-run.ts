@@ -4,7 +4,7 @@ import { fetchProviderImage, malformed, ProviderError, type FallbackRouter, type
 import type { Logger } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { IMAGE_MIME_TYPES, sniffImageType, type ImageMimeType } from '@gw/image-types';
-import { abandonImageJob, claimRun, recordOutput, type ImageOperationName, type StoredImage } from './image-jobs.ts';
+import { abandonImageJob, claimRun, leaseEnd, recordOutput, renewClaim, type ImageOperationName, type StoredImage } from './image-jobs.ts';
 
 export interface RunDeps {
   orm: MikroORM;
@@ -15,6 +15,8 @@ export interface RunDeps {
   download: { maxBytes: number; timeoutMs: number };
   now: () => Date;
   logger: Logger;
+  /** The lease of a job's claim, renewed every third of it while the provider works (default 60 s). */
+  claimLeaseMs?: number;
 }
 
 const MIME_TYPES: readonly string[] = IMAGE_MIME_TYPES;
@@ -136,18 +138,32 @@ export async function runImageJob(deps: RunDeps, req: mediaV1.RunImageJobRequest
   const operation = operationOf(req.operation);
   const call = callOf(req, operation);
   const job = { jobId: req.jobId, accountId: req.accountId, operation };
-  const { keepResult } = await claimRun(deps.orm.em.fork(), job, deps.now());
+  const lease = { claimLeaseMs: deps.claimLeaseMs };
+  const { keepResult } = await claimRun(deps.orm.em.fork(), job, deps.now(), leaseEnd(lease, deps.now()));
   const started = Date.now();
+  // This process holds the claim while the provider works: its lease is renewed until the run
+  // ends. Should this process die, the renewals stop and the job is an orphan within a lease.
+  const renewal = setInterval(() => {
+    renewClaim(deps.orm.em.fork(), job.jobId, leaseEnd(lease, deps.now())).catch((err: unknown) =>
+      deps.logger.warn({ err, jobId: job.jobId }, 'renewing an image job claim failed'),
+    );
+  }, Math.max(1, Math.floor((deps.claimLeaseMs ?? 60_000) / 3)));
   let produced: Produced;
   try {
     produced = await deps.router.withFallback(req.routes, (route) => attempt(deps, call, route, signal), { signal });
   } catch (err) {
+    clearInterval(renewal);
     await abandonImageJob(deps.orm.em.fork(), job, deps.now()).catch((abandonErr: unknown) =>
       deps.logger.error({ err: abandonErr, jobId: job.jobId }, 'abandoning a failed image job failed'),
     );
     throw publicError(deps, job.jobId, err, signal);
   }
-  const kept = await recordOutput(deps.orm.em.fork(), { jobId: job.jobId, provider: produced.provider, keepResult }, produced.images);
+  clearInterval(renewal);
+  const kept = await recordOutput(
+    deps.orm.em.fork(),
+    { jobId: job.jobId, provider: produced.provider, keepResult, leaseUntil: leaseEnd(lease, deps.now()) },
+    produced.images,
+  );
   if (!kept) throw new GatewayError('not_found', 'The image job was abandoned while the provider worked on it.');
   deps.logger.info(
     { jobId: job.jobId, operation, provider: produced.provider, requested: call.n, images: produced.images.length, ms: Date.now() - started },

@@ -1,4 +1,8 @@
 import { Migration001ImageJobs } from './migration-001-image-jobs.ts';
+import { Migration002ClaimLeases } from './migration-002-claim-leases.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
-export const mediaMigrations = [{ name: 'Migration001ImageJobs', class: Migration001ImageJobs }];
+export const mediaMigrations = [
+  { name: 'Migration001ImageJobs', class: Migration001ImageJobs },
+  { name: 'Migration002ClaimLeases', class: Migration002ClaimLeases },
+];
