@@ -50,7 +50,7 @@ describe('model availability, provider sync and route fallback', () => {
       providerTimeouts: { textFirstByteMs: 1_500, textTotalMs: 1_500, listMs: 2_000 },
       serviceEnv: {
         catalog: { PROVIDER_SYNC_MAX_AGE_MS: String(MAX_SYNC_AGE_MS), PROVIDER_SYNC_INTERVAL_MS: '3600000' },
-        text: { ROUTE_FAILURE_THRESHOLD: '1000' },
+        text: { ROUTE_HEALTH: 'false' },
       },
     });
     key = await fundedAccount(system, 1_000_000);

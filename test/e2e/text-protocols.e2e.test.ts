@@ -25,7 +25,7 @@ describe('text protocols through the whole system, with the official SDKs', () =
     system = await startTestSystem({
       providerTimeouts: { textFirstByteMs: 2_000, textTotalMs: 5_000, listMs: 2_000 },
       // One account sends every request of this file, faster than the default 50 a second.
-      serviceEnv: { text: { ROUTE_FAILURE_THRESHOLD: '1000' }, billing: { RATE_LIMIT_PER_SECOND: '1000' } },
+      serviceEnv: { text: { ROUTE_HEALTH: 'false' }, billing: { RATE_LIMIT_PER_SECOND: '1000' } },
     });
     await seedDemoModels(system);
     account = await fundedAccount(system, 10_000_000);

@@ -52,6 +52,7 @@ export async function admin(system: RunningSystem, ...args: string[]): Promise<R
       ...process.env,
       BILLING_ADDR: system.billingAddr,
       CATALOG_ADDR: system.catalogAddr,
+      TEXT_ADDR: system.textAddr,
       CONSOLE_URL: system.consoleUrl,
       CONSOLE_ADMIN_TOKEN: system.consoleAdminToken,
     },

@@ -23,7 +23,8 @@ function textAnswer(ctx: ProviderContext, dialect: TextDialect, answer: unknown)
 
 /**
  * Posts a text body and returns the JSON answer or the event stream. `timeoutMs` overrides the
- * deadline that decides fallback: the whole call, or a stream's first event.
+ * deadline that decides fallback for a whole answer; for a stream it bounds the first event, as
+ * does the provider's own `textFirstByteMs` (the tighter wins).
  */
 export async function sendText(
   ctx: ProviderContext,
@@ -33,7 +34,8 @@ export async function sendText(
   opts: CallOptions & { stream: boolean },
 ): Promise<TextResult> {
   if (opts.stream) {
-    const firstEventMs = opts.timeoutMs ?? Math.min(ctx.timeouts.textFirstByteMs, ctx.timeouts.textTotalMs);
+    // The tighter of the caller's (a model's first-byte deadline) and the provider's own.
+    const firstEventMs = Math.min(opts.timeoutMs ?? Infinity, ctx.timeouts.textFirstByteMs, ctx.timeouts.textTotalMs);
     const events = await ctx.http.stream({
       method: 'POST',
       url,

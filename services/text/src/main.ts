@@ -1,6 +1,6 @@
 import { textV1 } from '@gw/contracts';
-import { FallbackRouter, ProviderRegistry, RouteHealthBoard } from '@gw/providers';
-import { BytesBudget, loadConfig, runGrpcService } from '@gw/service-kit';
+import { FallbackRouter, LocalRouteHealth, ProviderRegistry, RouteHealthBoard } from '@gw/providers';
+import { BytesBudget, envBool, loadConfig, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { textHandler } from './grpc/text.handler.ts';
 import { probeWith } from './health/probe.ts';
@@ -8,7 +8,9 @@ import { SharedRouteHealth } from './health/shared-route-health.ts';
 
 const env = loadConfig(
   z.object({
-    /** Route health (docs/routing.md): the evidence window, and what in it opens a route. */
+    /** Route health (docs/routing.md). Off: no route is ever rested (tests of fallback itself). */
+    ROUTE_HEALTH: envBool(true),
+    /** The evidence window, and what in it opens a route. */
     ROUTE_WINDOW_MS: z.coerce.number().int().positive().default(30_000),
     ROUTE_MIN_FAILURES: z.coerce.number().int().positive().default(5),
     ROUTE_ERROR_RATE: z.coerce.number().gt(0).max(1).default(0.5),
@@ -39,7 +41,7 @@ const board = new RouteHealthBoard({
     maxRestMs: env.ROUTE_MAX_REST_MS,
   },
 });
-const router = new FallbackRouter({ health: board });
+const router = new FallbackRouter({ health: env.ROUTE_HEALTH ? board : new LocalRouteHealth({ failureThreshold: Number.POSITIVE_INFINITY }) });
 
 await runGrpcService({
   name: 'text',

@@ -1,0 +1,79 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+
+interface RouteOut {
+  provider: string;
+  upstream_model: string;
+  state: string;
+  reason: string | null;
+  requests: number;
+  error_rate: number;
+  failing_accounts: number;
+  latency_p50_ms: number;
+  latency_p99_ms: number;
+  last_error: string | null;
+  last_error_at: string | null;
+  since: string | null;
+}
+
+// Route health through the whole system (docs/routing.md): a model's first-byte deadline set with
+// the operator CLI moves a streamed request off a silent route; operators read every route's health.
+describe('routing through the whole system', () => {
+  let system: RunningSystem;
+  let key: { accountId: string; keyId: string; apiKey: string };
+  const sim = (method: string, path: string, body?: unknown) =>
+    fetch(`${system.simulatorUrl}${path}`, { method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
+  const listed = async () => {
+    const res = await fetch(`${system.baseUrl}/models`, { headers: { authorization: `Bearer ${key.apiKey}` } });
+    return res.ok ? ((await res.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id) : [];
+  };
+  const routes = async () => ((await admin(system, 'routes', 'health')) as { routes: RouteOut[] }).routes;
+
+  beforeAll(async () => {
+    system = await startTestSystem();
+    key = await fundedAccount(system, 1_000_000);
+    await sim('PUT', '/_sim/models/openai', ['gpt-sim-mini', 'gpt-sim-mini-b']);
+    const upserted = await admin(system, 'model', 'upsert', '--id', 'm-routed', '--kind', 'TEXT', '--route', 'openai:gpt-sim-mini:0', '--route', 'openai-backup:gpt-sim-mini-b:1', '--price', '1000', '--first-byte-timeout-ms', '500');
+    expect(upserted).toMatchObject({ model: { limits: { first_byte_timeout_ms: 500 } } });
+    await admin(system, 'catalog', 'sync');
+    for (let i = 0; i < 100 && !(await listed()).includes('m-routed'); i++) await sleep(50);
+    expect(await listed()).toContain('m-routed');
+  }, 120_000);
+  afterAll(() => system?.stop());
+
+  it('the operator CLI refuses a first-byte deadline out of range', async () => {
+    await expect(admin(system, 'model', 'upsert', '--id', 'm-bad', '--kind', 'TEXT', '--provider', 'openai', '--upstream-model', 'gpt-sim-mini', '--first-byte-timeout-ms', '700000')).rejects.toThrow();
+  });
+
+  it("a silent primary is left for the backup at the model's first-byte deadline; the stream is whole and billed", async () => {
+    await sim('PUT', '/_sim/settings/openai/gpt-sim-mini', { fault: 'timeout' });
+    try {
+      const res = await fetch(`${system.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm-routed', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hello there' }] }),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text).toContain('data: [DONE]');
+      expect(text).toContain('"credit_charged"');
+    } finally {
+      await sim('DELETE', '/_sim/settings');
+    }
+    // The silent route's failure is in its evidence, as operators see it.
+    const primary = (await routes()).find((r) => r.provider === 'openai' && r.upstream_model === 'gpt-sim-mini');
+    expect(primary).toMatchObject({ state: 'closed', failing_accounts: 1 });
+    expect(primary!.last_error).toMatch(/did not answer in time/);
+    const backup = (await routes()).find((r) => r.provider === 'openai-backup' && r.upstream_model === 'gpt-sim-mini-b');
+    expect(backup).toMatchObject({ state: 'closed', requests: 1, error_rate: 0 });
+    expect(backup!.latency_p50_ms).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('pnpm admin routes health lists every route of the catalog, used or not', async () => {
+    const all = await routes();
+    expect(all.map((r) => `${r.provider}:${r.upstream_model}`)).toEqual(expect.arrayContaining(['openai:gpt-sim-mini', 'openai-backup:gpt-sim-mini-b']));
+    for (const r of all) expect(['closed', 'open', 'half_open']).toContain(r.state);
+  });
+});
