@@ -118,12 +118,16 @@ export async function resolveNats(log: (line: string) => void): Promise<Infra> {
   };
 }
 
+/** The deployment a database makes: its server and name (a `pnpm start` system is one database). */
+export function deploymentIdFor(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  return `${url.hostname}:${url.port || '5432'}/${decodeURIComponent(url.pathname.slice(1))}`;
+}
+
 /** EVENTS_NAMESPACE, else one derived from the database, so two systems sharing a NATS server stay apart. */
 export function eventsNamespaceFor(databaseUrl: string, env: NodeJS.ProcessEnv = process.env): string {
   if (env.EVENTS_NAMESPACE !== undefined) return env.EVENTS_NAMESPACE;
-  const url = new URL(databaseUrl);
-  const name = decodeURIComponent(url.pathname.slice(1)).replace(/[^A-Za-z0-9_-]/g, '_') || 'gateway';
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1)).replace(/[^A-Za-z0-9_-]/g, '_') || 'gateway';
   // The server too: two machines' `gateway` databases on one NATS server are two deployments.
-  const where = createHash('sha256').update(`${url.hostname}:${url.port || '5432'}/${name}`).digest('hex').slice(0, 6);
-  return `${name}-${where}`;
+  return `${name}-${createHash('sha256').update(deploymentIdFor(databaseUrl)).digest('hex').slice(0, 6)}`;
 }

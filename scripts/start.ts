@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 /** A path as the user can type it: relative to where they are when under it. */
 const shown = (path: string) => (path.startsWith(`${process.cwd()}/`) ? relative(process.cwd(), path) : path);
 import { billingV1, catalogV1, createClient } from '@gw/contracts';
-import { DATA_DIR, EMBEDDED_PG_PORT, ensureDatabase, eventsNamespaceFor, needsEmbeddedPostgres, needsOwnNats, OWN_NATS_PORT, resolveNats, resolvePostgres, type Infra } from './infra.ts';
+import { DATA_DIR, deploymentIdFor, EMBEDDED_PG_PORT, ensureDatabase, eventsNamespaceFor, needsEmbeddedPostgres, needsOwnNats, OWN_NATS_PORT, resolveNats, resolvePostgres, type Infra } from './infra.ts';
 import { DEMO_MODELS } from './demo-models.ts';
 import { checkPorts, freePort, portFromEnv, StartRefusal, type PortNeed } from './ports.ts';
 import { startSystem, type RunningSystem, type ServiceName } from './system.ts';
@@ -83,6 +83,7 @@ async function main(): Promise<void> {
       databaseUrl: postgres.url,
       natsUrl: infra[1]!.url,
       eventsNamespace,
+      deploymentId: deploymentIdFor(postgres.url),
       gatewayPort,
       consolePort,
       consoleSessionSecret: consoleSessionSecret(),

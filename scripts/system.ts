@@ -26,6 +26,8 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** Prefix of NATS subjects and streams, so concurrent runs sharing a NATS server stay apart. */
   eventsNamespace?: string;
+  /** DEPLOYMENT_ID: stamped on events; consumers pass over those of another deployment. */
+  deploymentId?: string;
   /** Deadlines of the provider adapters (tests shorten them to exercise timeouts). */
   providerTimeouts?: Record<string, number>;
   /** Per-service extra environment. */
@@ -136,6 +138,7 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     NATS_URL: opts.natsUrl,
     MIGRATE_ON_START: 'true',
     EVENTS_NAMESPACE: opts.eventsNamespace ?? '',
+    DEPLOYMENT_ID: opts.deploymentId ?? '',
     ...opts.env,
     ...extra,
     ...opts.serviceEnv?.[name],

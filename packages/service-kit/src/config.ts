@@ -27,6 +27,12 @@ export const commonEnv = {
     .string()
     .regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, _ and - only')
     .default(''),
+  /**
+   * This deployment's identity, stamped on every event it publishes; its durable consumers are its
+   * own and pass over events stamped by another (two deployments sharing a NATS server and a
+   * namespace). Empty: no stamp, shared durables.
+   */
+  DEPLOYMENT_ID: z.string().max(200).default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),

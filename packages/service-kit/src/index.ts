@@ -12,5 +12,5 @@ export { runPrepared, type PreparedStatement } from './db/prepared.ts';
 export { connectNats, ensureStreamFor, subscribeBroadcast, type NatsConnection, type NatsOptions, type Subscription } from './bus/nats.ts';
 export { qualify, streamFor } from './bus/subjects.ts';
 export { enqueueEvent, OutboxRelay, type OutgoingEvent, type RelayOptions } from './bus/outbox.ts';
-export { consumeDurable, processOnce, type DurableConsumerOptions } from './bus/consumer.ts';
+export { consumeDurable, durableName, processOnce, type DurableConsumerOptions } from './bus/consumer.ts';
 export { runGrpcService, runMigrationsCommand, type GrpcServiceOptions, type Registration, type ServiceContext, type ServiceEnv } from './runner.ts';

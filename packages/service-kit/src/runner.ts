@@ -120,7 +120,7 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
     const db = orm;
     observeQueries(telemetry.meter, db, OUTBOX_GAUGES);
     whenNats((nats) => {
-      const relay = new OutboxRelay({ orm: db, nats, namespace: env.EVENTS_NAMESPACE, logger });
+      const relay = new OutboxRelay({ orm: db, nats, namespace: env.EVENTS_NAMESPACE, deployment: env.DEPLOYMENT_ID, logger });
       relay.start();
       return () => relay.stop();
     });

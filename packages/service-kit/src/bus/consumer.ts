@@ -4,7 +4,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { ensureStreamFor } from './nats.ts';
-import { qualify } from './subjects.ts';
+import { createHash } from 'node:crypto';
+import { DEPLOYMENT_HEADER, qualify } from './subjects.ts';
 
 const tracer = () => trace.getTracer('@gw/service-kit/bus');
 
@@ -22,6 +23,18 @@ export interface DurableConsumerOptions {
   ackWaitMs?: number;
   /** Delay before a failed message is redelivered. */
   retryDelayMs?: number;
+  /**
+   * This deployment (`DEPLOYMENT_ID`; default: that variable, else none). With one, the durable is
+   * this deployment's own (its name carries a hash of it) and events another deployment stamped
+   * are passed over: two deployments sharing a NATS server and a namespace never take each
+   * other's events, since each reads the stream through its own durable.
+   */
+  deployment?: string;
+}
+
+/** The durable's name: `durable`, plus a hash of the deployment when there is one. */
+export function durableName(durable: string, deployment: string): string {
+  return deployment === '' ? durable : `${durable}-${createHash('sha256').update(deployment).digest('hex').slice(0, 10)}`;
 }
 
 /**
@@ -30,21 +43,23 @@ export interface DurableConsumerOptions {
  * idempotent (see `processOnce`). Returns a stop function.
  */
 export async function consumeDurable(opts: DurableConsumerOptions): Promise<() => Promise<void>> {
+  const deployment = opts.deployment ?? process.env.DEPLOYMENT_ID ?? '';
+  const durable = durableName(opts.durable, deployment);
   const stream = await ensureStreamFor(opts.nats, opts.namespace, opts.subject);
   const jsm = await jetstreamManager(opts.nats);
   const config = {
-    durable_name: opts.durable,
+    durable_name: durable,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     filter_subject: qualify(opts.namespace, opts.subject),
     ack_wait: (opts.ackWaitMs ?? 30_000) * 1e6,
   };
   try {
-    await jsm.consumers.info(stream, opts.durable);
+    await jsm.consumers.info(stream, durable);
   } catch {
     await jsm.consumers.add(stream, config);
   }
-  const consumer = await jetstream(opts.nats).consumers.get(stream, opts.durable);
+  const consumer = await jetstream(opts.nats).consumers.get(stream, durable);
   let messages: ConsumerMessages | null = null;
   const state = { stopped: false };
   const loop = (async () => {
@@ -52,9 +67,16 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
       try {
         messages = await consumer.consume({ max_messages: 64, expires: 5_000 });
         for await (const m of messages) {
+          // Another deployment's event, seen through our own durable: its own durable delivers it there.
+          const from = m.headers?.get(DEPLOYMENT_HEADER) ?? '';
+          if (deployment !== '' && from !== '' && from !== deployment) {
+            opts.logger.debug({ subject: m.subject, from }, "another deployment's event; passed over");
+            m.ack();
+            continue;
+          }
           // The handler runs in a CONSUMER span continuing the publisher's trace.
           const parent = propagation.extract(ROOT_CONTEXT, m.headers, { get: (h, key) => h?.get(key) || undefined, keys: (h) => (h ? h.keys() : []) });
-          const span = tracer().startSpan(`process ${m.subject}`, { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.consumer.group.name': opts.durable } }, parent);
+          const span = tracer().startSpan(`process ${m.subject}`, { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.consumer.group.name': durable } }, parent);
           try {
             await context.with(trace.setSpan(parent, span), () => opts.handle(m.data, { redelivered: m.redelivered, deliveryCount: m.info.deliveryCount }));
             m.ack();

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { nativePool, type PgClient } from '../db/native-pool.ts';
 import { ensureStreamFor } from './nats.ts';
 import { OutboxEvent } from './outbox-entities.ts';
-import { qualify } from './subjects.ts';
+import { DEPLOYMENT_HEADER, qualify } from './subjects.ts';
 
 export interface OutgoingEvent {
   /** `<domain>.<entity>.<event>`, without the namespace. */
@@ -38,11 +38,12 @@ export function enqueueEvent(em: EntityManager, event: OutgoingEvent): void {
 const tracer = () => trace.getTracer('@gw/service-kit/bus');
 
 /** Publishes one event in a PRODUCER span, child of the transaction that wrote it; consumers continue the trace. */
-async function publishTraced(js: JetStreamClient, subject: string, payload: Uint8Array, msgId: string, traceparent: string | null): Promise<void> {
+async function publishTraced(js: JetStreamClient, subject: string, payload: Uint8Array, msgId: string, traceparent: string | null, deployment: string): Promise<void> {
   const parent = traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
   const span = tracer().startSpan(`publish ${subject}`, { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject, 'messaging.message.id': msgId } }, parent);
   const h = headers();
   propagation.inject(trace.setSpan(parent, span), h, { set: (carrier, key, value) => carrier.set(key, value) });
+  if (deployment !== '') h.set(DEPLOYMENT_HEADER, deployment);
   try {
     await js.publish(subject, payload, { msgID: msgId, headers: h });
   } catch (err) {
@@ -58,6 +59,8 @@ export interface RelayOptions {
   nats: NatsConnection;
   namespace: string;
   logger: Logger;
+  /** Stamped on every event (`DEPLOYMENT_ID`), so consumers of another deployment leave it alone; '' for none. */
+  deployment?: string;
   /**
    * How often to look for new events when idle. Commits announce their events (LISTEN/NOTIFY) and
    * wake the relay at once; the poll is the safety net should that connection be down.
@@ -86,7 +89,7 @@ export class OutboxRelay {
   #relisten: ReturnType<typeof setTimeout> | undefined;
 
   constructor(opts: RelayOptions) {
-    this.#opts = { pollMs: 500, batchSize: 100, publishTimeoutMs: 2_000, ...opts };
+    this.#opts = { pollMs: 500, batchSize: 100, publishTimeoutMs: 2_000, deployment: '', ...opts };
     this.#js = jetstream(opts.nats, { timeout: this.#opts.publishTimeoutMs });
   }
 
@@ -150,7 +153,7 @@ export class OutboxRelay {
         );
         for (const row of rows) {
           await ensureStreamFor(nats, namespace, row.subject);
-          await publishTraced(this.#js, qualify(namespace, row.subject), row.payload, row.msg_id, row.traceparent);
+          await publishTraced(this.#js, qualify(namespace, row.subject), row.payload, row.msg_id, row.traceparent, this.#opts.deployment);
         }
         if (rows.length > 0) {
           await tx.execute(`update outbox_event set published_at = now() where id = any(string_to_array(?, ',')::bigint[])`, [

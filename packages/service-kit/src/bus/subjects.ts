@@ -16,3 +16,6 @@ export function streamFor(namespace: string, subject: string): { name: string; s
     subjects: [qualify(namespace, `${domain}.>`)],
   };
 }
+
+/** The header an event carries naming the deployment that published it (`DEPLOYMENT_ID`). */
+export const DEPLOYMENT_HEADER = 'Gw-Deployment';
