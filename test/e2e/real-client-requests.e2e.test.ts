@@ -157,12 +157,14 @@ describe('requests as current clients send them, through the whole system', () =
     }
   });
 
+  /** A short messages stream's input tokens in message_start and in message_delta. */
+  async function usages(model: string): Promise<{ start: number; delta: number }> {
+    const res = await post('messages', { model, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'Count my tokens, please.' }] });
+    const events = (await res.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { type: string; message?: { usage: { input_tokens: number } }; usage?: { input_tokens: number } });
+    return { start: events.find((e) => e.type === 'message_start')!.message!.usage.input_tokens, delta: events.find((e) => e.type === 'message_delta')!.usage!.input_tokens };
+  }
+
   it('a messages stream translated for another provider reports the input tokens in message_start: the counter\'s count, else 0 with the real count in message_delta', async () => {
-    const usages = async (model: string) => {
-      const res = await post('messages', { model, max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'Count my tokens, please.' }] });
-      const events = (await res.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { type: string; message?: { usage: { input_tokens: number } }; usage?: { input_tokens: number } });
-      return { start: events.find((e) => e.type === 'message_start')!.message!.usage.input_tokens, delta: events.find((e) => e.type === 'message_delta')!.usage!.input_tokens };
-    };
     // Gemini's counter counts as its usage does: the same number up front and at the end.
     const gemini = await usages('gemini-sim-flash');
     expect(gemini.start).toBeGreaterThan(0);
