@@ -177,6 +177,19 @@ describe('requests as current clients send them, through the whole system', () =
     expect(compat.delta).toBeGreaterThan(0);
   });
 
+  it('fields and betas the gateway does not know pass through unchanged to a provider of the same protocol', async () => {
+    const future = { a_field_from_next_year: { mode: 'on', level: 3 } };
+    await post('responses', { model: 'gpt-sim-mini', input: 'hi', ...future, text: { verbosity: 'low' } });
+    expect((await lastBody('openai')).body).toMatchObject({ ...future, text: { verbosity: 'low' } });
+    await post('chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'hi' }], ...future, verbosity: 'low' });
+    expect((await lastBody('openai')).body).toMatchObject({ ...future, verbosity: 'low' });
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'hi', a_block_field: true }] }];
+    await post('messages', { model: 'claude-sim-sonnet', max_tokens: 20, messages, ...future, context_management: { edits: [] } }, { 'anthropic-beta': 'a-beta-from-next-year-2027-01-01' });
+    const seen = await lastBody('anthropic');
+    expect(seen.body).toMatchObject({ ...future, messages, context_management: { edits: [] } });
+    expect(seen.headers['anthropic-beta']).toBe('a-beta-from-next-year-2027-01-01');
+  });
+
   it('a chat request with web_search_options: the option is not sent to the OpenAI provider, and the response says so', async () => {
     const res = await post('chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'news?' }], web_search_options: {} });
     expect(res.status).toBe(200);
