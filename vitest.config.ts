@@ -18,9 +18,11 @@ const tooling = ['test/tooling/**/*.test.ts'];
 const setup = ['test/global-setup.ts'];
 
 // A test beside its code is an integration test when it, or a test helper it imports (relative,
-// outside `src/`), asks the global setup for the database or NATS, or spawns a process. Decided
-// from the text, so a new test lands in the right lane without a list to keep.
-const asksForInfrastructure = /\binject\('(databaseUrl|natsUrl|eventsNamespace)'\)|\bspawn\(/;
+// outside `src/`), asks the global setup for the database or NATS, or starts processes (imports
+// spawn, fork, exec or execFile; a quick `execFileSync` of a tool does not count). Decided from
+// the text, so a new test lands in the right lane without a list to keep.
+const asksForInfrastructure =
+  /\binject\('(databaseUrl|natsUrl|eventsNamespace)'\)|import\s*\{[^}]*\b(spawn|fork|exec|execFile)\b[^}]*\}\s*from\s*'node:child_process'/;
 
 function needsInfrastructure(file: string, seen = new Set<string>()): boolean {
   if (seen.has(file) || !existsSync(file)) return false;
