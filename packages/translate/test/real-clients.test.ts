@@ -277,3 +277,30 @@ describe('a translated messages stream reports the input tokens up front when th
     expect(events.find((e) => e.type === 'message_delta')!.usage!.input_tokens).toBe(42);
   });
 });
+
+describe('Claude Code history from a Claude model, continued on another', () => {
+  it('drops server-tool calls and results, and tool references of a tool search, keeping the rest', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: 'Find the docs.' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'docs' } },
+            { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [{ type: 'web_search_result', url: 'https://example.com', title: 'Docs', encrypted_content: 'x' }] },
+            { type: 'text', text: 'Found them.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'tool_search', input: { query: 'glob' } },
+          ],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'tool_reference', tool_name: 'Glob' }, { type: 'text', text: 'loaded' }] }] },
+      ],
+    };
+    expect(translateRequest('messages', 'chat', body, OPTS).messages).toEqual([
+      { role: 'user', content: 'Find the docs.' },
+      { role: 'assistant', content: 'Found them.', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'tool_search', arguments: '{"query":"glob"}' } }] },
+      { role: 'tool', tool_call_id: 'toolu_1', content: 'loaded' },
+    ]);
+  });
+});

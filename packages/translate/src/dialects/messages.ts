@@ -30,8 +30,24 @@ import { joinText, pushMessage, refuseServerFeatures, resultsFirst, textPart } f
 /** Used when the request names no output cap: the messages protocol requires one. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
-/** Block types that are model-internal reasoning: dropped in translation, never an error. */
-const REASONING_BLOCKS = new Set(['thinking', 'redacted_thinking']);
+/**
+ * Blocks dropped in translation, never an error: the model's own reasoning, and the record of what
+ * Anthropic's server tools did (a call and its result, already told in the answer's text; the
+ * tools themselves are not sent to another provider, see docs/hosted-tools.md).
+ */
+function droppedBlock(type: string): boolean {
+  return (
+    type === 'thinking' ||
+    type === 'redacted_thinking' ||
+    type === 'server_tool_use' ||
+    type === 'mcp_tool_use' ||
+    type === 'container_upload' ||
+    (type.endsWith('_tool_result') && type !== 'tool_result')
+  );
+}
+
+/** A tool search's result lists tools by reference: nothing to another provider, whose tools are all sent. */
+const TOOL_REFERENCE = 'tool_reference';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -53,6 +69,7 @@ function readSimpleContent(content: unknown, where: string): Array<TextPart | Im
     const block = rec(raw);
     if (block.type === 'text') parts.push(...textPart(str(block.text) ?? ''));
     else if (block.type === 'image') parts.push(readImage(block));
+    else if (block.type === TOOL_REFERENCE) continue;
     else throw new TranslateError(`${where}: content block type "${String(block.type)}" cannot be sent to this model`);
   }
   return parts;
@@ -85,7 +102,7 @@ function readContent(content: unknown, where: string): Part[] {
         });
         break;
       default:
-        if (!REASONING_BLOCKS.has(String(block.type))) parts.push(...readSimpleContent([block], at));
+        if (!droppedBlock(String(block.type))) parts.push(...readSimpleContent([block], at));
     }
   });
   return parts;
