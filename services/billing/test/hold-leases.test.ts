@@ -15,7 +15,7 @@ import { billingHandler } from '../src/grpc/billing.handler.ts';
 import { account, billingOrm, expectAuditClean } from './support.ts';
 
 const logger = createLogger('test', 'silent');
-const now = () => new Date();
+const clockNow = () => new Date();
 /** `s` seconds after the first test's start. */
 const at = (s: number) => new Date(Date.parse('2026-05-01T10:00:00Z') + s * 1000);
 const { IMAGE } = billingV1.BillingUnit;
@@ -119,10 +119,10 @@ describe('hold leases: the holds of an owner that stopped renewing are released,
     beforeAll(async () => {
       money = new RequestMoney(orm);
       server = new grpc.Server();
-      addService(server, billingV1.BillingService, billingHandler({ orm, money, rateDefaults: { perSecond: 1_000, perMinute: 100_000 }, now, holdLeaseMs: LEASE_MS }));
+      addService(server, billingV1.BillingService, billingHandler({ orm, money, rateDefaults: { perSecond: 1_000, perMinute: 100_000 }, now: clockNow, holdLeaseMs: LEASE_MS }));
       address = `127.0.0.1:${await bindServer(server, '127.0.0.1', 0)}`;
       const lifetimes = { leaseMs: LEASE_MS, maxAgeMs: 30 * 60_000 };
-      stopSweeper = startHoldSweeper((leases) => releaseOrphanHolds(orm.em.fork(), money, lifetimes, now(), logger, leases), { intervalMs: SWEEP_MS, leaseMs: LEASE_MS, now }, logger);
+      stopSweeper = startHoldSweeper((leases) => releaseOrphanHolds(orm.em.fork(), money, lifetimes, clockNow(), logger, leases), { intervalMs: SWEEP_MS, leaseMs: LEASE_MS, now: clockNow }, logger);
     });
     afterAll(async () => {
       for (const c of children) c.kill('SIGKILL');
