@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { billingV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import type { Logger } from '@gw/service-kit';
+import { startPeriodic, type Logger } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestMoney } from './requests.ts';
 
@@ -65,7 +65,7 @@ export async function releaseOrphanHolds(
 }
 
 /**
- * Runs the sweep every `intervalMs`; returns the stop function. Leases are judged only once the
+ * Runs the sweep `intervalMs` after start and after each sweep; returns the stop function. Leases are judged only once the
  * sweeper has run without failing for a whole lease (`leaseMs`): after billing starts, or after its
  * database was away, owners first get a lease's time to renew.
  */
@@ -75,21 +75,12 @@ export function startHoldSweeper(
   logger: Logger,
 ): () => Promise<void> {
   let healthySince = opts.now().getTime();
-  let running = false;
-  let current: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    if (running) return; // a slow sweep is not overtaken by the next one
-    running = true;
-    current = sweep(opts.now().getTime() - healthySince >= opts.leaseMs)
-      .catch((err: unknown) => {
-        healthySince = opts.now().getTime();
-        logger.warn({ err }, 'hold sweep failed');
-      })
-      .finally(() => (running = false));
-  }, opts.intervalMs);
-  timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await current;
-  };
+  return startPeriodic({ name: 'hold sweep', intervalMs: opts.intervalMs, logger, runAtStart: false }, async () => {
+    try {
+      await sweep(opts.now().getTime() - healthySince >= opts.leaseMs);
+    } catch (err) {
+      healthySince = opts.now().getTime();
+      throw err;
+    }
+  });
 }
