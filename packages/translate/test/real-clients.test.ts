@@ -200,9 +200,50 @@ describe('/responses as Codex sends it, to another dialect', () => {
     expect(out.body.tools).toBeUndefined();
   });
 
-  it('refuses a custom (free-form) tool with a message that says what to do', () => {
-    const body = { model: 'm', input: 'hi', tools: [{ type: 'custom', name: 'apply_patch' }] };
-    expect(() => translateRequest('responses', 'messages', body, OPTS)).toThrow(/define it as a function tool/);
+  it('sends a custom (free-form) tool as a function of one string, and its calls back as custom_tool_call items', () => {
+    const grammar = 'start: "*** Begin Patch" /(.|\\n)*/ "*** End Patch"';
+    const request = {
+      model: 'm',
+      input: [
+        { role: 'user', content: 'Patch it.' },
+        { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: '*** Begin Patch\n*** End Patch' },
+        { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done' },
+      ],
+      tools: [{ type: 'custom', name: 'apply_patch', description: 'Edit files', format: { type: 'grammar', syntax: 'lark', definition: grammar } }],
+      tool_choice: { type: 'custom', name: 'apply_patch' },
+    };
+    const body = translateRequest('responses', 'messages', request, OPTS);
+    const [tool] = body.tools as Array<{ name: string; description: string; input_schema: unknown }>;
+    expect(tool!.name).toBe('apply_patch');
+    expect(tool!.description).toContain(grammar);
+    expect(tool!.input_schema).toMatchObject({ properties: { input: { type: 'string' } }, required: ['input'] });
+    expect(body.tool_choice).toEqual({ type: 'tool', name: 'apply_patch' });
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'Patch it.' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'call_p', name: 'apply_patch', input: { input: '*** Begin Patch\n*** End Patch' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_p', content: 'Done' }] },
+    ]);
+
+    const answer = { id: 'm1', type: 'message', role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_9', name: 'apply_patch', input: { input: 'PATCH' } }], stop_reason: 'tool_use', usage: { input_tokens: 1, output_tokens: 1 } };
+    const out = translateResponse('messages', 'responses', answer, { ...CTX, request });
+    expect(out.output).toEqual([expect.objectContaining({ type: 'custom_tool_call', call_id: 'toolu_9', name: 'apply_patch', input: 'PATCH' })]);
+
+    const translator = createStreamTranslator('messages', 'responses', { ...CTX, request });
+    const events = [
+      { data: { type: 'message_start', message: { id: 'm', usage: { input_tokens: 1, output_tokens: 1 } } } },
+      { data: { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_9', name: 'apply_patch', input: {} } } },
+      { data: { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"input":"PA' } } },
+      { data: { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: 'TCH"}' } } },
+      { data: { type: 'content_block_stop', index: 0 } },
+      { data: { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 4 } } },
+      { data: { type: 'message_stop' } },
+    ].flatMap((e) => translator.push(e)).map((e) => e.data as { type: string; delta?: string; input?: string; item?: Record<string, unknown> });
+    expect(events.some((e) => e.type === 'response.function_call_arguments.delta')).toBe(false);
+    expect(events.filter((e) => e.type.startsWith('response.custom_tool_call_input'))).toEqual([
+      expect.objectContaining({ type: 'response.custom_tool_call_input.delta', delta: 'PATCH' }),
+      expect.objectContaining({ type: 'response.custom_tool_call_input.done', input: 'PATCH' }),
+    ]);
+    expect(events.find((e) => e.type === 'response.output_item.done')!.item).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', input: 'PATCH' });
   });
 });
 
@@ -249,7 +290,8 @@ describe('hosted tools a same-dialect provider charges for are removed before th
   it('a request without charged tools passes through untouched, unknown fields included', () => {
     const body = { model: 'm', input: 'hi', some_new_field: { a: 1 }, tools: [{ type: 'function', name: 'f' }] };
     const out = prepareRequest('responses', 'responses', body, OPTS);
-    expect(out).toEqual({ body: { ...body, model: 'upstream-model' }, removedTools: [] });
+    // store off: the pass-through policy (docs/clients-passthrough.md).
+    expect(out).toEqual({ body: { ...body, model: 'upstream-model', store: false }, removedTools: [] });
   });
 });
 

@@ -53,7 +53,7 @@ function readContent(content: unknown, where: string): Array<TextPart | ImagePar
 function readToolChoice(value: unknown): ToolChoice | undefined {
   if (value === 'auto' || value === 'none' || value === 'required') return { type: value };
   const choice = rec(value);
-  if (choice.type !== 'function' || typeof choice.name !== 'string') return undefined;
+  if ((choice.type !== 'function' && choice.type !== 'custom') || typeof choice.name !== 'string') return undefined;
   return { type: 'tool', name: typeof choice.namespace === 'string' ? flatName(choice.namespace, choice.name) : choice.name };
 }
 
@@ -89,23 +89,59 @@ function functionTool(tool: Json): Tool {
   };
 }
 
-/** A call as the client knows it: `namespace` + `name` for a flattened namespaced function. */
-type ClientCall = { id: string; name: string; namespace?: string };
+/**
+ * A custom tool takes free-form text, not JSON arguments. Other dialects have function tools only:
+ * it goes as a function of one string argument, `input`, its grammar (if any) told in the
+ * description; calls come back as `custom_tool_call` items with that text.
+ */
+const CUSTOM_INPUT = 'input';
+
+function customTool(tool: Json): Tool {
+  const format = rec(tool.format);
+  const grammar = format.type === 'grammar' ? str(format.definition) : undefined;
+  const description = [str(tool.description), grammar && `The input must follow this ${str(format.syntax) ?? ''} grammar:\n${grammar}`].filter(Boolean).join('\n\n');
+  return {
+    name: str(tool.name) ?? '',
+    description: description === '' ? undefined : description,
+    parameters: {
+      type: 'object',
+      properties: { [CUSTOM_INPUT]: { type: 'string', description: 'The raw input for the tool.' } },
+      required: [CUSTOM_INPUT],
+      additionalProperties: false,
+    },
+  };
+}
+
+/** A custom call's text from the function arguments it was sent as (the raw arguments when they are not that object). */
+function customInput(args: string): string {
+  try {
+    const value: unknown = JSON.parse(args);
+    if (isRecord(value) && typeof value[CUSTOM_INPUT] === 'string') return value[CUSTOM_INPUT];
+  } catch {
+    // Not JSON yet (cut off): the text as it came.
+  }
+  return args;
+}
+
+/** A call as the client knows it: `namespace` + `name` for a flattened namespaced function; `custom` for a custom tool's. */
+type ClientCall = { id: string; name: string; namespace?: string; custom?: true };
 
 /**
- * The flattened names of the request's namespaced functions → their namespace and own name, so
- * that calls come back to the client as it defined them.
+ * The flattened names of the request's namespaced tools → their namespace and own name, and which
+ * tools are custom, so that calls come back to the client as it defined them.
  */
 function restoreNames(request: Json | undefined): (call: { id: string; name: string }) => ClientCall {
-  const names = new Map<string, { namespace: string; name: string }>();
+  const names = new Map<string, { namespace?: string; name: string; custom?: true }>();
+  const note = (tool: Json, namespace?: string): void => {
+    const name = str(tool.name) ?? '';
+    const custom = tool.type === 'custom' ? { custom: true as const } : {};
+    if (namespace !== undefined) names.set(flatName(namespace, name), { namespace, name, ...custom });
+    else if (tool.type === 'custom') names.set(name, { name, custom: true });
+  };
   for (const raw of arr(request?.tools)) {
     const tool = rec(raw);
-    if (tool.type !== 'namespace') continue;
-    const namespace = str(tool.name) ?? '';
-    for (const inner of arr(tool.tools)) {
-      const name = str(rec(inner).name) ?? '';
-      names.set(flatName(namespace, name), { namespace, name });
-    }
+    if (tool.type === 'namespace') for (const inner of arr(tool.tools)) note(rec(inner), str(tool.name) ?? '');
+    else note(tool);
   }
   return (call) => {
     const known = names.get(call.name);
@@ -146,8 +182,20 @@ function parseRequest(body: Json): IrRequest {
         break;
       }
       case 'function_call_output':
+      case 'custom_tool_call_output':
         pushToolResult(messages, { type: 'tool_result', callId: str(item.call_id) ?? '', content: readContent(item.output, where) });
         break;
+      case 'custom_tool_call': {
+        const name = str(item.name) ?? '';
+        const namespace = str(item.namespace);
+        pushToolCall(messages, {
+          type: 'tool_call',
+          id: str(item.call_id) ?? '',
+          name: namespace === undefined ? name : flatName(namespace, name),
+          arguments: JSON.stringify({ [CUSTOM_INPUT]: str(item.input) ?? '' }),
+        });
+        break;
+      }
       default:
         // Reasoning (encrypted or not) is OpenAI's own; a hosted tool's call record is what its
         // tool did, already told in the answer's text: neither means anything to another model.
@@ -165,11 +213,11 @@ function parseRequest(body: Json): IrRequest {
       const namespace = str(tool.name) ?? '';
       return arr(tool.tools).map((inner, j) => {
         const fn = rec(inner);
-        if (fn.type !== 'function') throw new TranslateError(`tools[${i}].tools[${j}]: tool type "${String(fn.type)}" cannot be sent to this model`);
-        return { ...functionTool(fn), name: flatName(namespace, str(fn.name) ?? '') };
+        if (fn.type !== 'function' && fn.type !== 'custom') throw new TranslateError(`tools[${i}].tools[${j}]: tool type "${String(fn.type)}" cannot be sent to this model`);
+        return { ...(fn.type === 'custom' ? customTool(fn) : functionTool(fn)), name: flatName(namespace, str(fn.name) ?? '') };
       });
     }
-    if (tool.type === 'custom') throw new TranslateError(`tools[${i}]: tool type "custom" cannot be sent to this model; define it as a function tool`);
+    if (tool.type === 'custom') return [customTool(tool)];
     // A tool OpenAI runs (web search, file search, code interpreter…): another provider cannot.
     removedTools.push(hostedToolLabel('responses', tool));
     return [];
@@ -313,7 +361,9 @@ function messageItem(id: string, text: string, status: string): Json {
 }
 
 function callItem(id: string, call: ClientCall, args: string, status: string): Json {
-  const item: Json = { id, type: 'function_call', status, arguments: args, call_id: call.id, name: call.name };
+  const item: Json = call.custom
+    ? { id, type: 'custom_tool_call', status, call_id: call.id, name: call.name, input: args === '' ? '' : customInput(args) }
+    : { id, type: 'function_call', status, arguments: args, call_id: call.id, name: call.name };
   if (call.namespace !== undefined) item.namespace = call.namespace;
   return item;
 }
@@ -511,6 +561,10 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
         ev('response.output_text.done', { ...at, content_index: 0, text, logprobs: [] }),
         ev('response.content_part.done', { ...at, content_index: 0, part: outputText(text) }),
       );
+    } else if (call.custom) {
+      // The text is known once the arguments it came in are whole: it goes in one delta.
+      const input = customInput(text);
+      out.push(ev('response.custom_tool_call_input.delta', { ...at, delta: input }), ev('response.custom_tool_call_input.done', { ...at, input }));
     } else {
       out.push(ev('response.function_call_arguments.done', { ...at, arguments: text }));
     }
@@ -552,6 +606,7 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
           if (current?.index !== event.index) break;
           const delta = event.type === 'text_delta' ? event.text : event.json;
           current.text += delta;
+          if (current.call?.custom) break;
           const at = { item_id: current.id, output_index: current.outputIndex };
           out.push(
             event.type === 'text_delta'
