@@ -87,7 +87,7 @@ function request(account: string, prompt = 'Hello'): textV1.GenerateRequest {
   });
 }
 
-async function ask(r: Replica, account: string, prompt?: string): Promise<string> {
+async function ask(r: Pick<Replica, 'deps'>, account: string, prompt?: string): Promise<string> {
   const res = await generate(r.deps, request(account, prompt), new AbortController().signal);
   return res.provider;
 }
@@ -101,7 +101,7 @@ async function eventually<T>(read: () => T | Promise<T>, ok: (value: T) => boole
   }
 }
 
-const stateOf = (r: Replica) => r.health.board.status(PRIMARY).state;
+const stateOf = (r: Pick<Replica, 'health'>) => r.health.board.status(PRIMARY).state;
 
 describe('route health shared across text replicas', () => {
   it('a failing primary with a healthy backup: every request succeeds, the open primary gets only probes, and it closes within seconds of coming back', async () => {
@@ -229,6 +229,22 @@ async function streamed(r: Replica, req: textV1.GenerateStreamRequest): Promise<
   }
   return { frames, end };
 }
+
+describe('route health without NATS', () => {
+  it('a replica that cannot reach NATS judges alone, in memory: it opens and closes the route itself', async () => {
+    const board = new RouteHealthBoard({ policy: POLICY });
+    const health = new SharedRouteHealth({ board, probe: probeWith(providers), logger: silent, namespace: namespace(), tickMs: 50 });
+    health.run();
+    open.push(() => health.stop());
+    const alone = { health, deps: { providers, router: new FallbackRouter({ health: board }), now: Date.now, firstByteTimeoutMs: 10_000 } satisfies TextDeps };
+    await control('PUT', '/settings/openai/gpt-sim-mini', { fault: '500' });
+    for (let i = 0; i < 6; i++) expect(await ask(alone, `acct-${i % 3}`)).toBe('backup');
+    expect(await eventually(() => stateOf(alone), (s) => s !== 'closed')).not.toBe('closed');
+    await control('DELETE', '/settings');
+    expect(await eventually(() => stateOf(alone), (s) => s === 'closed', 3_000)).toBe('closed');
+    expect(await ask(alone, 'acct-0')).toBe('primary');
+  });
+});
 
 describe('first-byte deadline', () => {
   it('a silent primary is left for the backup at the deadline, before anything reached the client', async () => {
