@@ -77,6 +77,15 @@ module.exports = {
       to: { path: '^packages/providers/' },
     },
     {
+      name: 'bus-through-service-kit',
+      severity: 'error',
+      comment:
+        'Events go through the one bus package (service-kit: outbox, durable consumers, broadcasts): services do not import the NATS ' +
+        'client. Exception: text\'s route health, which shares its evidence in a JetStream key-value bucket (src/health/).',
+      from: { path: '^services/[^/]+/src/', pathNot: '^services/text/src/health/' },
+      to: { path: '(^|/)node_modules/@nats-io/' },
+    },
+    {
       name: 'translation-is-pure',
       severity: 'error',
       comment: 'Dialect translation is pure (no I/O, clock or randomness) and stands alone: it imports no Node module, npm package or other package.',

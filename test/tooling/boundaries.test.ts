@@ -28,12 +28,16 @@ const TREE: Record<string, string> = {
   'services/media/src/dialects.ts': "import { x } from '../../../packages/translate/src/index.ts';\nexport const d = x;",
   'services/video-jobs/src/fetches.ts': "import { request } from 'undici';\nexport const f = request;",
   'services/edge-gateway/src/calls-provider.ts': "import { y } from '../../../packages/providers/src/index.ts';\nexport const c = y;",
+  'services/media/src/publishes.ts': "import { jetstream } from '@nats-io/jetstream';\nexport const p = jetstream;",
+  'services/text/src/health/shared.ts': "import { jetstream } from '@nats-io/jetstream';\nexport const s = jetstream;",
   'packages/translate/src/reads-files.ts': "import { readFileSync } from 'node:fs';\nexport const r = readFileSync;",
   'services/console/src/app.ts': "import type { RouteDeps } from './routes/keys.ts';\nexport interface ConsoleDeps { a: RouteDeps }",
   'services/console/src/routes/keys.ts': "import type { ConsoleDeps } from '../app.ts';\nexport interface RouteDeps { d?: ConsoleDeps }",
   'services/console/src/typo.ts': "import { nothing } from './no-such-file.ts';\nexport const n = nothing;",
   'node_modules/fastify/package.json': '{"name":"fastify","version":"5.0.0","main":"index.js"}',
   'node_modules/fastify/index.js': 'module.exports = () => {};',
+  'node_modules/@nats-io/jetstream/package.json': '{"name":"@nats-io/jetstream","version":"3.4.0","main":"index.js"}',
+  'node_modules/@nats-io/jetstream/index.js': 'module.exports = { jetstream() {} };',
   'node_modules/undici/package.json': '{"name":"undici","version":"7.0.0","main":"index.js"}',
   'node_modules/undici/index.js': 'module.exports = { request() {} };',
 };
@@ -59,6 +63,7 @@ describe('the boundary rules', () => {
     const found = result.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).sort();
     expect(found).toMatchInlineSnapshot(`
       [
+        "bus-through-service-kit: services/media/src/publishes.ts -> node_modules/@nats-io/jetstream/index.js",
         "no-circular: services/console/src/app.ts -> services/console/src/routes/keys.ts",
         "no-providers-at-the-edge: services/edge-gateway/src/calls-provider.ts -> packages/providers/src/index.ts",
         "not-to-unresolvable: services/console/src/typo.ts -> ./no-such-file.ts",
