@@ -80,6 +80,12 @@ describe('Anthropic messages', () => {
     expect(matchesSchema(JSON.parse(String(res.body?.content?.[0]?.text)))).toBe(true);
   });
 
+  it('answers structured output by a forced tool with arguments that match its schema', async () => {
+    const res = await postJson(messagesUrl(), { ...base, messages: [{ role: 'user', content: 'Describe' }], tools: [{ name: 'record', input_schema: SCHEMA }], tool_choice: { type: 'tool', name: 'record' } }, ANTHROPIC_AUTH);
+    expect(res.body?.content?.[0]?.name).toBe('record');
+    expect(matchesSchema(res.body?.content?.[0]?.input)).toBe(true);
+  });
+
   it('thinks first when thinking is adaptive or enabled: a thinking block with a signature, plain and streamed', async () => {
     const body = { ...base, messages: [{ role: 'user', content: 'Think about it' }], thinking: { type: 'adaptive' }, output_config: { effort: 'high' } };
     const res = await postJson(messagesUrl(), body, ANTHROPIC_AUTH);
