@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { EVERYTHING_ENABLED, nested } from './chart-fixtures.ts';
-import { CHART, SERVICES, facts, read } from './support.ts';
+import { CHART, DEPLOY, SERVICES, facts, read } from './support.ts';
 
 // `helm lint` and `helm template` of the chart, with default values and with every optional part
 // on, and checks of what it renders. Runs where `helm` is on PATH; skipped (with a message) where
@@ -104,14 +104,8 @@ beforeAll(() => {
   if (!hasHelm) return;
   work = mkdtempSync(join(tmpdir(), 'gw-helm-'));
   chart = join(work, 'generation-gateway');
+  // The chart as a fresh clone has it: nothing fetched, nothing added (it declares no dependencies).
   cpSync(CHART, chart, { recursive: true });
-  // Helm refuses a chart whose declared dependencies are missing from charts/, even disabled
-  // ones. The real ones need the network (`helm dependency update`); these tests never enable
-  // them, so empty stand-ins with the same names let lint and template run offline.
-  for (const [name, version] of [['postgresql', '16.0.0'], ['nats', '1.0.0']]) {
-    mkdirSync(join(chart, 'charts', name!), { recursive: true });
-    writeFileSync(join(chart, 'charts', name!, 'Chart.yaml'), `apiVersion: v2\nname: ${name}\nversion: ${version}\n`);
-  }
 });
 
 afterAll(() => {
@@ -222,8 +216,9 @@ describe('helm lint and helm template', () => {
     expect(deny.spec.ingress).toBeUndefined();
     expect(deny.spec.egress).toBeUndefined();
     const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
-    expect(from('billing')).toEqual(['edge-gateway', 'video-jobs']);
-    expect(from('catalog')).toEqual(['edge-gateway']);
+    // admin-cli: the operator CLI run in the cluster (networkPolicy.allowAdminCli).
+    expect(from('billing')).toEqual(['admin-cli', 'edge-gateway', 'video-jobs']);
+    expect(from('catalog')).toEqual(['admin-cli', 'edge-gateway']);
     for (const name of ['text', 'media', 'video-jobs']) expect(from(name)).toEqual(['edge-gateway']);
     const to = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.egress?.flatMap((r) => r.to ?? []));
     expect(to('edge-gateway')).toEqual(['billing', 'catalog', 'media', 'text', 'video-jobs']);
@@ -231,6 +226,47 @@ describe('helm lint and helm template', () => {
     for (const p of ofKind(objs, 'NetworkPolicy').filter((x) => x.spec.egress)) {
       expect(p.spec.egress!.some((r) => r.ports.some((port) => port.port === 53)), `${p.metadata.name} reaches DNS`).toBe(true);
     }
+  });
+
+  it.skipIf(!hasHelm)('lets the operator CLI run in the cluster reach billing, catalog and the console only; off with allowAdminCli=false', () => {
+    const objs = render(nested({ 'console.enabled': true }));
+    const admin = named(objs, 'NetworkPolicy', `${PREFIX}-admin-cli`);
+    expect(admin.spec.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'generation-gateway', 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/component': 'admin-cli' });
+    expect(admin.spec.ingress).toBeUndefined();
+    expect(componentsOf(admin.spec.egress?.flatMap((r) => r.to ?? []))).toEqual(['billing', 'catalog', 'console']);
+    const off = render(nested({ 'console.enabled': true, 'networkPolicy.allowAdminCli': false }));
+    expect(off.find((o) => o.metadata.name === `${PREFIX}-admin-cli`)).toBeUndefined();
+    const from = (name: string) => componentsOf(named(off, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
+    expect(from('billing')).toEqual(['console', 'edge-gateway', 'video-jobs']);
+  });
+
+  it.skipIf(!hasHelm)('the day-1 seeding Job (deploy/admin-seed-job.yaml) reaches the services of a release named gateway, and its policy admits it', () => {
+    const r = helm(['template', 'gateway', chart, '-n', 'gateway', '--kube-version', KUBE_VERSION]);
+    expect(r.status, `${r.stderr}`).toBe(0);
+    const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject | null).filter((o): o is K8sObject => o !== null);
+    const job = parse(read(DEPLOY, 'admin-seed-job.yaml')) as K8sObject;
+    const pod = job.spec.template;
+    const policy = named(objs, 'NetworkPolicy', 'gateway-generation-gateway-admin-cli');
+    expect(selects(policy.spec.podSelector.matchLabels, pod.metadata.labels)).toBe(true);
+    const env = Object.fromEntries(pod.spec.containers[0]!.env!.map((e) => [e.name, e.value]));
+    for (const [variable, service] of [['BILLING_ADDR', 'billing'], ['CATALOG_ADDR', 'catalog']] as const) {
+      const svc = named(objs, 'Service', `gateway-generation-gateway-${service}`);
+      expect(env[variable]).toBe(`${svc.metadata.name}:${svc.spec.ports.find((p) => p.name === 'grpc')!.port}`);
+    }
+    // The billing and catalog policies admit pods with these labels.
+    for (const service of ['billing', 'catalog']) {
+      const ingress = named(objs, 'NetworkPolicy', `gateway-generation-gateway-${service}`).spec.ingress!.flatMap((x) => x.from ?? []);
+      expect(ingress.some((peer) => peer.podSelector && selects(peer.podSelector.matchLabels, pod.metadata.labels))).toBe(true);
+    }
+    expect(pod.spec.containers[0]!.image).toMatch(/\/admin-cli:/);
+  });
+
+  it.skipIf(!hasHelm)("stamps events with the release's deployment id, so releases sharing NATS never take each other's events", () => {
+    const objs = render();
+    for (const s of SERVICES.filter((x) => !x.optional)) {
+      expect({ s: s.name, id: named(objs, 'ConfigMap', `${PREFIX}-${s.name}`).data!.DEPLOYMENT_ID }).toEqual({ s: s.name, id: `${NAMESPACE}/${RELEASE}` });
+    }
+    expect(named(render(nested({ 'events.deploymentId': 'eu-prod' })), 'ConfigMap', `${PREFIX}-billing`).data!.DEPLOYMENT_ID).toBe('eu-prod');
   });
 
   it.skipIf(!hasHelm)('renders everything enabled: console, simulator as providers, Ingress, ServiceMonitors', () => {
@@ -274,8 +310,9 @@ describe('helm lint and helm template', () => {
     // Behind the chart's ingress the sign-in limit counts the address the ingress saw, not the ingress.
     expect(named(objs, 'ConfigMap', `${PREFIX}-console`).data!.CONSOLE_TRUST_PROXY).toBe('uniquelocal');
     const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
-    expect(from('billing')).toEqual(['console', 'edge-gateway', 'video-jobs']);
-    expect(from('catalog')).toEqual(['console', 'edge-gateway']);
+    expect(from('billing')).toEqual(['admin-cli', 'console', 'edge-gateway', 'video-jobs']);
+    expect(from('catalog')).toEqual(['admin-cli', 'console', 'edge-gateway']);
+    expect(from('console')).toEqual(['admin-cli']);
     expect(from('provider-simulator')).toEqual(['catalog', 'media', 'text', 'video-jobs']);
     for (const cm of ofKind(objs, 'ConfigMap')) {
       if (cm.metadata.name.endsWith('provider-simulator')) continue;

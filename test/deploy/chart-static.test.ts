@@ -183,15 +183,10 @@ describe('chart templates (static)', () => {
     expect(Object.entries(components).filter(([, c]) => c.nats).map(([k]) => k).sort()).toEqual(['billing', 'catalog', 'gateway', 'media', 'text', 'videoJobs']);
   });
 
-  it('declares PostgreSQL and NATS as optional dependencies, off by default', () => {
-    const chart = parse(read(CHART, 'Chart.yaml')) as { apiVersion: string; dependencies: Array<{ name: string; condition: string }> };
+  it('declares no chart dependencies (a fresh clone lints and renders offline); console and simulator off by default', () => {
+    const chart = parse(read(CHART, 'Chart.yaml')) as { apiVersion: string; dependencies?: unknown[] };
     expect(chart.apiVersion).toBe('v2');
-    expect(chart.dependencies.map((d) => [d.name, d.condition])).toEqual([
-      ['postgresql', 'postgresql.enabled'],
-      ['nats', 'nats.enabled'],
-    ]);
-    expect(values.postgresql!.enabled).toBe(false);
-    expect(values.nats!.enabled).toBe(false);
+    expect(chart.dependencies).toBeUndefined();
     expect(values.console!.enabled).toBe(false);
     expect(values.simulator!.enabled).toBe(false);
   });

@@ -25,6 +25,7 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- end -}}
 {{- if $c.nats -}}
 {{- $_ := set $env "EVENTS_NAMESPACE" $root.Values.events.namespace -}}
+{{- $_ := set $env "DEPLOYMENT_ID" (default (printf "%s/%s" $root.Release.Namespace $root.Release.Name) $root.Values.events.deploymentId) -}}
 {{- end -}}
 {{- if eq $c.protocol "grpc" -}}
 {{- $_ := set $env "GRPC_HOST" "0.0.0.0" -}}

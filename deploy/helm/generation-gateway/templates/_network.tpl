@@ -111,6 +111,17 @@ spec:
               {{- include "gg.selectorLabels" (dict "root" $root "key" .) | nindent 14 }}
         {{- end }}
     {{- end }}
+    {{- if and $np.allowAdminCli (has $key (list "billing" "catalog" "console")) }}
+    # The operator CLI run in the cluster (a Job or pod labelled component admin-cli; see deploy/README.md).
+    - ports:
+        - port: {{ $portName }}
+          protocol: TCP
+      from:
+        - podSelector:
+            matchLabels:
+              {{- include "gg.instanceLabels" $root | nindent 14 }}
+              app.kubernetes.io/component: admin-cli
+    {{- end }}
     {{- if and $c.metrics $root.Values.metrics.enabled }}
     # Prometheus.
     - ports:
@@ -156,4 +167,36 @@ spec:
           protocol: TCP
     {{- end }}
 {{- end -}}
+{{- end -}}
+
+
+{{/* The operator CLI's pods (component admin-cli): DNS, and billing, catalog and the console only. */}}
+{{- define "gg.adminCliNetworkPolicy" -}}
+{{- $root := . -}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "gg.fullname" $root }}-admin-cli
+  labels:
+    {{- include "gg.commonLabels" $root | nindent 4 }}
+    app.kubernetes.io/component: admin-cli
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "gg.instanceLabels" $root | nindent 6 }}
+      app.kubernetes.io/component: admin-cli
+  policyTypes: [Ingress, Egress]
+  egress:
+    {{- include "gg.dnsEgress" $root | nindent 4 }}
+    {{- range $key := list "billing" "catalog" "console" }}
+    {{- if include "gg.enabled" (dict "root" $root "key" $key) }}
+    - to:
+        - podSelector:
+            matchLabels:
+              {{- include "gg.selectorLabels" (dict "root" $root "key" $key) | nindent 14 }}
+      ports:
+        - port: {{ ternary "http" "grpc" (eq $key "console") }}
+          protocol: TCP
+    {{- end }}
+    {{- end }}
 {{- end -}}
