@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
@@ -31,8 +32,16 @@ describe('routing through the whole system', () => {
   };
   const routes = async () => ((await admin(system, 'routes', 'health')) as { routes: RouteOut[] }).routes;
 
+  let textMetrics: string;
+
   beforeAll(async () => {
-    system = await startTestSystem();
+    // The text service's Prometheus endpoint on a port of its own.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    textMetrics = `http://127.0.0.1:${port}/metrics`;
+    system = await startTestSystem({ metricsPorts: { text: port } });
     key = await fundedAccount(system, 1_000_000);
     await sim('PUT', '/_sim/models/openai', ['gpt-sim-mini', 'gpt-sim-mini-b']);
     await admin(system, 'model', 'upsert', '--id', 'm-routed', '--kind', 'TEXT', '--route', 'openai:gpt-sim-mini:0', '--route', 'openai-backup:gpt-sim-mini-b:1', '--price', '1000', '--first-byte-timeout-ms', '500');
@@ -74,6 +83,15 @@ describe('routing through the whole system', () => {
     expect(backup).toMatchObject({ state: 'closed', requests: 1, error_rate: 0 });
     expect(backup!.latency_p50_ms).toBeGreaterThan(0);
   }, 30_000);
+
+  it("the text service's Prometheus series show each route's state, error rate and latency", async () => {
+    const text = await (await fetch(textMetrics)).text();
+    const series = (name: string, upstream: string) => new RegExp(`^${name}\\{[^}]*upstream_model="${upstream}"[^}]*\\} ([0-9.e+-]+)$`, 'm').exec(text)?.[1];
+    expect(series('gateway_route_state', 'gpt-sim-mini')).toBe('0');
+    expect(Number(series('gateway_route_error_rate', 'gpt-sim-mini'))).toBeGreaterThan(0);
+    expect(Number(series('gateway_route_latency_p50', 'gpt-sim-mini-b'))).toBeGreaterThan(0);
+    expect(series('gateway_route_latency_p99', 'gpt-sim-mini-b')).toBeDefined();
+  });
 
   it('pnpm admin routes health lists every route of the catalog, used or not', async () => {
     const all = await routes();
