@@ -16,11 +16,13 @@ import type { Dialect, OutputEvent, RequestOptions, ResponseContext, StreamFailu
 import { isRecord, num, rec, str, type Json } from './json.ts';
 import { CODECS } from './codecs.ts';
 import { maxOutputTokens } from './estimate.ts';
+import { applyPassthroughPolicy } from './passthrough-policy.ts';
 import { removeChargedTools } from './hosted-tools.ts';
 
 export type { Dialect, OutputEvent, RequestOptions, ResponseContext, SseEvent, StreamFailure, Usage } from './ir.ts';
 export { TranslateError } from './errors.ts';
 export { REMOVED_TOOLS_HEADER } from './hosted-tools.ts';
+export { applyPassthroughPolicy, PASSTHROUGH_POLICY, PROTOTYPE_KEYS } from './passthrough-policy.ts';
 export { createStreamTranslator, type StreamTranslator } from './stream.ts';
 export { validateRequest, withoutNullFields } from './validate.ts';
 export { estimateInputTokensUpperBound, maxOutputTokens, IMAGE_TOKEN_ALLOWANCE, REQUEST_TOKEN_ALLOWANCE } from './estimate.ts';
@@ -67,13 +69,13 @@ export function prepareRequest(from: Dialect, to: Dialect, body: Json, opts: Req
     const removedTools = removeChargedTools(to, out);
     if (to === 'gemini') {
       delete out.model;
-      return { body: out, removedTools };
+      return { body: applyPassthroughPolicy(to, out), removedTools };
     }
     out.model = opts.upstreamModel;
     if (opts.stream) out.stream = true;
     else if ('stream' in out) out.stream = false;
     if (to === 'chat' && opts.stream) out.stream_options = { ...(isRecord(body.stream_options) ? body.stream_options : {}), include_usage: true };
-    return { body: out, removedTools };
+    return { body: applyPassthroughPolicy(to, out), removedTools };
   }
   const ir = CODECS[from].parseRequest(body);
   ir.stream = opts.stream;
@@ -81,7 +83,7 @@ export function prepareRequest(from: Dialect, to: Dialect, body: Json, opts: Req
   const out = CODECS[to].emitRequest(ir, opts);
   const openaiPair = (from === 'chat' && to === 'responses') || (from === 'responses' && to === 'chat');
   if (openaiPair) for (const field of OPENAI_SHARED_FIELDS) if (body[field] !== undefined) out[field] = body[field];
-  return { body: out, removedTools: ir.removedTools ?? [] };
+  return { body: applyPassthroughPolicy(to, out), removedTools: ir.removedTools ?? [] };
 }
 
 /** `body` (a copy the caller owns) with `cap` in the dialect's own field when it names none. */

@@ -465,17 +465,19 @@ describe('translateRequest details', () => {
     expect(translateRequest('chat', 'messages', chatBody({ response_format: { type: 'json_object' } }), OPTS)).not.toHaveProperty('output_config');
   });
 
-  it('forwards the OpenAI fields chat and responses share, and reasoning effort', () => {
+  it('forwards the OpenAI fields chat and responses share, and reasoning effort; end-user ids and metadata are dropped (pass-through policy)', () => {
     const body = chatBody({ user: 'u-1', metadata: { team: 'a' }, service_tier: 'flex', reasoning_effort: 'low', logit_bias: { 1: 2 } });
     const out = translateRequest('chat', 'responses', body, OPTS);
-    expect(out).toMatchObject({ user: 'u-1', metadata: { team: 'a' }, service_tier: 'flex', reasoning: { effort: 'low' }, store: false });
+    expect(out).toMatchObject({ service_tier: 'flex', reasoning: { effort: 'low' }, store: false });
+    expect(out).not.toHaveProperty('user');
+    expect(out).not.toHaveProperty('metadata');
     expect(out).not.toHaveProperty('logit_bias');
     const messages = translateRequest('chat', 'messages', body, OPTS);
     expect(Object.keys(messages).sort()).toEqual(['max_tokens', 'messages', 'model']);
   });
 
-  it('keeps the client store choice for a responses upstream', () => {
-    expect(translateRequest('chat', 'responses', chatBody({ store: true }), OPTS).store).toBe(true);
+  it('turns store off for a responses upstream, whatever the client chose (pass-through policy)', () => {
+    expect(translateRequest('chat', 'responses', chatBody({ store: true }), OPTS).store).toBe(false);
   });
 
   it.each([
@@ -494,7 +496,17 @@ describe('translateRequest details', () => {
     const to: Dialect = from === 'chat' ? 'messages' : 'chat';
     expect(() => translateRequest(from, to, body, OPTS)).toThrow(TranslateError);
     expect(() => translateRequest(from, to, body, OPTS)).toThrow(message);
-    expect(() => translateRequest(from, from, body, OPTS)).not.toThrow();
+    // A reference to provider-side state is refused for a same-dialect provider too (pass-through policy).
+    const stateful = _name === 'responses previous_response_id' || _name === 'messages container';
+    const sameDialect = (() => {
+      try {
+        translateRequest(from, from, body, OPTS);
+        return 'sent';
+      } catch (err) {
+        return err instanceof TranslateError ? 'refused' : 'failed';
+      }
+    })();
+    expect(sameDialect).toBe(stateful ? 'refused' : 'sent');
   });
 
   it('refuses a messages thread with the details the messages SDK reads to continue without it', () => {

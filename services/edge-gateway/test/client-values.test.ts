@@ -36,3 +36,20 @@ describe('client values in messages (issue 20 finding 7)', () => {
     expect(message).toMatch(/… \(cut\)$/);
   });
 });
+
+describe('prototype keys (issue 20 finding 8)', () => {
+  it.each(['{"model":"m","__proto__":{"x":1},"messages":[{"role":"user","content":"hi"}]}', '{"model":"m","messages":[{"role":"user","content":"hi","__proto__":{}}]}'])(
+    'a "__proto__" key anywhere is 400 invalid_request naming it: %s',
+    async (payload) => {
+      const res = await gw.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(gw.keys.a), 'content-type': 'application/json' }, payload });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toEqual({ code: 'invalid_request', message: 'The request body holds a "__proto__" key, which is not accepted in any field. Remove it.' });
+    },
+  );
+
+  it('a "constructor" key goes on (the pass-through policy drops it before the provider)', async () => {
+    const payload = '{"model":"m","constructor":{"prototype":{}},"messages":[{"role":"user","content":"hi"}]}';
+    const res = await gw.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { ...bearer(gw.keys.a), 'content-type': 'application/json' }, payload });
+    expect(res.json().error.code).toBe('insufficient_balance'); // reached billing (the fake refuses every hold)
+  });
+});

@@ -34,6 +34,9 @@ export const JSON_BOUND_TEXT: Record<JsonBound, string> = {
 /** Error code of a body past a bound (`invalid_request` in the error handler); `bound` names it. */
 export const OUT_OF_BOUNDS = 'GW_JSON_OUT_OF_BOUNDS';
 
+/** Error code of a body refused for a `__proto__` key (prototype poisoning; `invalid_request`). */
+export const PROTO_KEY = 'GW_JSON_PROTO_KEY';
+
 function isEscaped(text: string, quote: number): boolean {
   let backslashes = 0;
   while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++;
@@ -108,9 +111,19 @@ export function jsonShape(text: string, bounds: Readonly<Record<JsonBound, numbe
   return shape;
 }
 
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * `application/json` bodies through Fastify's own parser (same prototype-poisoning rules), refused
- * before parsing when they pass one of {@link JSON_BOUNDS}.
+ * before parsing when they pass one of {@link JSON_BOUNDS}. A body that parser refuses although it
+ * is valid JSON holds a `__proto__` key: refused as such, not as "not valid JSON".
  */
 export function registerJsonBodies(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'ignore');
@@ -122,6 +135,12 @@ export function registerJsonBodies(app: FastifyInstance): void {
       done(Object.assign(new Error(`JSON body past its ${exceeded} bound`), { statusCode: 400, code: OUT_OF_BOUNDS, bound: exceeded }), undefined);
       return;
     }
-    parse(request, text, done);
+    parse(request, text, (err, parsed) => {
+      if ((err as { code?: string } | null)?.code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isJson(text)) {
+        done(Object.assign(new Error('JSON body with a __proto__ key'), { statusCode: 400, code: PROTO_KEY }), undefined);
+        return;
+      }
+      done(err, parsed);
+    });
   });
 }

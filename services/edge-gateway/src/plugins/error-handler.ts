@@ -4,7 +4,7 @@ import { status } from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { JSON_BOUND_TEXT, OUT_OF_BOUNDS, type JsonBound } from '../http/json-body.ts';
+import { JSON_BOUND_TEXT, OUT_OF_BOUNDS, PROTO_KEY, type JsonBound } from '../http/json-body.ts';
 
 /**
  * The longest message sent. Messages name every problem of a body and may quote a client's value
@@ -45,6 +45,8 @@ function clientError(err: FastifyError, bodyLimit: number, help: { tooLarge?: st
       return new GatewayError('invalid_request', 'The request body is empty; a JSON object is required.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new GatewayError('invalid_request', 'The request body is not valid JSON.');
+    case PROTO_KEY:
+      return new GatewayError('invalid_request', 'The request body holds a "__proto__" key, which is not accepted in any field. Remove it.');
     case OUT_OF_BOUNDS:
       return new GatewayError('invalid_request', `The request body ${JSON_BOUND_TEXT[(err as FastifyError & { bound: JsonBound }).bound]}, more than any valid request.`);
   }
