@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Anthropic, { NotFoundError as AnthropicNotFound } from '@anthropic-ai/sdk';
@@ -29,9 +31,10 @@ describe('models through the OpenAI and Anthropic SDKs, and model aliases', () =
   let accountId: string;
   let openai: OpenAI;
   let anthropic: Anthropic;
+  const logs = mkdtempSync(join(tmpdir(), 'gw-logs-'));
 
   beforeAll(async () => {
-    system = await startTestSystem();
+    system = await startTestSystem({ logs });
     await seedDemoModels(system);
     ({ apiKey, accountId } = await fundedAccount(system, 1_000_000));
     openai = openaiClient(system, apiKey);
@@ -102,6 +105,18 @@ describe('models through the OpenAI and Anthropic SDKs, and model aliases', () =
     expect(msg.content[0]).toMatchObject({ type: 'text' });
     const chat = await openai.chat.completions.create({ model: 'vendor/gpt-nick', messages: [{ role: 'user', content: 'hello again' }] });
     expect(chat.choices[0]!.message.content).toEqual(expect.any(String));
+    // The access log names both: the model billed and the name the client asked for.
+    const logged = async () => {
+      for (let i = 0; i < 50; i++) {
+        const line = readFileSync(join(logs, 'edge-gateway.log'), 'utf8')
+          .split('\n')
+          .find((l) => l.includes('"requested_model":"claude-opus-4-1"') && l.includes('"msg":"request"'));
+        if (line) return JSON.parse(line) as Record<string, unknown>;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return undefined;
+    };
+    expect(await logged()).toMatchObject({ model: 'claude-sim-sonnet', requested_model: 'claude-opus-4-1', route: '/v1/messages', status: 200 });
     const billing = billingClient(system);
     try {
       const ledger = await billing.listLedger({ accountId, limit: 50 });
