@@ -204,7 +204,7 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
 }
 
 /** How long a stream's opening waits for the provider's token counter once its first event is in. */
-export const COUNT_WAIT_MS = 2_000;
+const COUNT_WAIT_MS = 2_000;
 
 /**
  * The messages protocol reports the input tokens up front, in `message_start`; a provider of
