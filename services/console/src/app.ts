@@ -9,6 +9,7 @@ import { cookieSettings } from './http/cookies.ts';
 import { registerErrorPages } from './http/error-pages.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
 import { accountRoutes } from './routes/account.routes.ts';
+import { activityRoutes } from './routes/activity.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
 import { balanceRoutes } from './routes/balance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
@@ -77,6 +78,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     member.get('/', async (_request, reply) => reply.redirect('/keys', 303));
     await member.register(keysRoutes, routeDeps);
     await member.register(usageRoutes, routeDeps);
+    await member.register(activityRoutes, routeDeps);
     await member.register(balanceRoutes, routeDeps);
     await member.register(accountRoutes, routeDeps);
   });

@@ -7,6 +7,8 @@ import { FakeBilling, type FakeKey } from './fake-billing.ts';
 import { TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
 
 const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
+/** The request ids of an activity page's rows, in order. */
+const ids = (body: string) => [...body.matchAll(/data-request-id="([^"]+)"/g)].map((m) => m[1]);
 const PASSWORD = 'a long enough passphrase';
 
 describe('console app (inject, real Postgres, billing faked)', () => {
@@ -59,7 +61,7 @@ describe('console app (inject, real Postgres, billing faked)', () => {
 
   it('requires a session on every page and endpoint except sign-in and set-password', async () => {
     const before = billing.calls.length;
-    const pages = ['/', '/keys', `/keys/${keyA.id}`, '/usage', '/usage.csv', '/balance', '/account'];
+    const pages = ['/', '/keys', `/keys/${keyA.id}`, '/usage', '/usage.csv', '/activity', '/balance', '/account'];
     const seen = [];
     for (const url of pages) {
       const res = await app.inject(url);
@@ -206,6 +208,43 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     res = await browser.post(`/keys/${keyId}/revoke`, { csrf_token: browser.csrf(), confirm: 'yes' });
     expect(res.headers.location).toBe(`/keys/${keyId}?done=key-revoked`);
     expect((await browser.get(`/keys/${keyId}`)).body).toContain('Revoked');
+  });
+
+  it('shows the balance in the header of every page', async () => {
+    const { browser } = await signedIn(accountA);
+    for (const url of ['/keys', `/keys/${keyA.id}`, '/usage', '/activity', '/balance', '/account']) {
+      const body = (await browser.get(url)).body;
+      expect([url, /data-balance>.*<strong>1,000,000<\/strong> credits/.exec(body) !== null]).toEqual([url, true]);
+    }
+  });
+
+  it('lists the activity log one request per row, paged, with a foreign key filter refused', async () => {
+    const at = 1_740_000_000_000n;
+    const row = (i: number, status: string, endpoint = 'chat/completions') => ({
+      accountId: accountA, requestId: `req-${i}`, clientRequestId: i === 1 ? 'my-trace-1' : '', keyId: keyA.id, endpoint, model: 'gpt-sim-mini',
+      inputTokens: 12n, outputTokens: 34n, units: endpoint.startsWith('images/') ? 2n : 46n, credits: 7n, status, latencyMs: 1234n, createdAtUnixMs: at - BigInt(i) * 1000n,
+    });
+    billing.activity.push(row(1, 'succeeded'), row(2, 'failed'), row(3, 'succeeded', 'images/generations'));
+    billing.activity.push({ ...row(4, 'succeeded'), accountId: accountB, keyId: keyB.id, requestId: 'req-of-b' });
+    const { browser } = await signedIn(accountA);
+    const first = await browser.get('/activity');
+    expect(first.statusCode).toBe(200);
+    expect(ids(first.body)).toEqual(['req-1', 'req-2']);
+    expect(first.body).toContain('12 in · 34 out');
+    expect(first.body).toContain('1.2 s');
+    expect(first.body).toContain('yours: <code>my-trace-1</code>');
+    expect(first.body).toContain('Failed (not charged)');
+    const older = /href="\/activity\?([^"]*cursor=[^"]+)"/.exec(first.body)?.[1]?.replace(/&amp;/g, '&');
+    expect(older).toBe('cursor=req-2');
+    const second = await browser.get(`/activity?${older}`);
+    expect(ids(second.body)).toEqual(['req-3']);
+    expect(second.body).toContain('2 images');
+    // Another account's key: billing says not_found; the page shows every key of this account instead.
+    const foreign = await browser.get(`/activity?key=${keyB.id}`);
+    expect(foreign.statusCode).toBe(400);
+    expect(foreign.body).toContain('That key is not one of this account');
+    expect(ids(foreign.body)).not.toContain('req-of-b');
+    expect(billing.calls.filter((c) => c.method === 'listActivity').every((c) => c.accountId === accountA)).toBe(true);
   });
 
   it('locks sign-in after 5 failures for that address, even with the right password then', async () => {

@@ -21,6 +21,8 @@ export class FakeBilling {
   readonly calls: Array<{ method: string; accountId: string; keyId?: string }> = [];
   readonly accounts = new Map<string, { name: string; timeZone: string; balance: bigint }>();
   readonly keys = new Map<string, FakeKey>();
+  /** Requests of the activity log, newest first (pages of two). */
+  readonly activity: Array<{ accountId: string; requestId: string; clientRequestId: string; keyId: string; endpoint: string; model: string; inputTokens: bigint; outputTokens: bigint; units: bigint; credits: bigint; status: string; latencyMs: bigint; createdAtUnixMs: bigint }> = [];
   #next = 0;
 
   addAccount(id: string, name: string): void {
@@ -122,6 +124,18 @@ export class FakeBilling {
         return create(billingV1.ListLedgerResponseSchema, {
           items: [{ entryId: '2', kind: 'charge', amount: -1234n, balanceAfter: 998_766n, createdAtUnixMs: 1_740_000_000_000n, model: 'gpt-sim-mini', reference: 'req-1' }],
           nextCursor: '',
+        });
+      },
+      listActivity: async (req: { accountId?: string; keyId?: string; cursor?: string }) => {
+        record('listActivity', req.accountId ?? '', req.keyId);
+        if (req.keyId) this.#owned(req.accountId ?? '', req.keyId);
+        const items = this.activity.filter((a) => a.accountId === req.accountId && (!req.keyId || a.keyId === req.keyId));
+        const start = req.cursor ? items.findIndex((a) => a.requestId === req.cursor) + 1 : 0;
+        const page = items.slice(start, start + 2);
+        return create(billingV1.ListActivityResponseSchema, {
+          items: page,
+          nextCursor: start + 2 < items.length ? page[page.length - 1]!.requestId : '',
+          timeZone: 'Asia/Ho_Chi_Minh',
         });
       },
     };

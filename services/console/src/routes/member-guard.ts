@@ -5,7 +5,7 @@ import { messagePage } from '../views/auth.view.ts';
 
 const READ_ONLY = new Set(['GET', 'HEAD']);
 /** Where a signed-out visitor may be sent back to after signing in: our own paths only. */
-const NEXT = /^\/(?:keys|usage|balance|account)(?:[/?][A-Za-z0-9\-._~/?=&%]*)?$/;
+const NEXT = /^\/(?:keys|usage|activity|balance|account)(?:[/?][A-Za-z0-9\-._~/?=&%]*)?$/;
 
 export function safeNext(next: string): string {
   return next.length <= 300 && NEXT.test(next) ? next : '';

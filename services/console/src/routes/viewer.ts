@@ -15,7 +15,17 @@ export interface ViewerContext {
 export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promise<ViewerContext> {
   const session = request.memberSession!;
   const { member } = session;
-  const account = await deps.billing.getAccount({ accountId: member.accountId });
+  // The balance is in every page's header; a page still shows when billing cannot tell it.
+  const [account, balance] = await Promise.all([
+    deps.billing.getAccount({ accountId: member.accountId }),
+    deps.billing.getWallet({ accountId: member.accountId }).then(
+      (w) => w.balance,
+      (err: unknown) => {
+        request.log.warn({ err }, 'wallet balance unavailable for the page header');
+        return undefined;
+      },
+    ),
+  ]);
   return {
     member,
     accountTimeZone: account.timeZone,
@@ -25,6 +35,7 @@ export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promi
       accountId: account.accountId,
       timeZone: member.timeZone ?? account.timeZone,
       csrf: sessionCsrfToken(deps.hmac, session.idHash),
+      balance,
     },
   };
 }

@@ -1,6 +1,6 @@
 import { formatInteger, formatSigned, formatTime, isoTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
-import { page, type Viewer } from './layout.ts';
+import { page, tableScroll, type Viewer } from './layout.ts';
 
 export interface LedgerLine {
   kind: string;
@@ -46,7 +46,7 @@ export function balancePage(opts: { viewer: Viewer; balance: bigint; lines: Ledg
   ${
     opts.lines.length === 0
       ? html`<p>No movements yet.</p>`
-      : html`<div class="overflow-auto"><table class="striped ledger-table">
+      : tableScroll('Credit movements', html`<table class="striped ledger-table">
     <caption class="visually-hidden">Credit movements, newest first, with the balance after each</caption>
     <thead><tr><th scope="col">Time</th><th scope="col">Type</th><th scope="col">Details</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Balance after</th></tr></thead>
     <tbody>${opts.lines.map(
@@ -57,7 +57,7 @@ export function balancePage(opts: { viewer: Viewer; balance: bigint; lines: Ledg
       <td class="num ${l.amount < 0n ? 'negative' : 'positive'}">${formatSigned(l.amount)}</td>
       <td class="num">${formatInteger(l.balanceAfter)}</td>
     </tr>`,
-    )}</tbody></table></div>`
+    )}</tbody></table>`)
   }
   <nav aria-label="History pages" class="pager">
     ${opts.isFirstPage ? '' : html`<a href="/balance">Newest entries</a>`}

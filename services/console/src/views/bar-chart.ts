@@ -63,3 +63,41 @@ export function barChart(opts: { id: string; title: string; description: string;
   <figcaption>${opts.title} (${opts.unit})</figcaption>
 </figure>`;
 }
+
+const ROW_H = 26;
+const ROW_PAD = { top: 8, right: 96, bottom: 8, left: 232 };
+/** About what fits in the label column at the chart's font size. */
+const LABEL_CHARS = 34;
+
+/** A label cut to fit its column, with an ellipsis; the whole label stays in the bar's tooltip. */
+export function fitLabel(label: string, max = LABEL_CHARS): string {
+  const chars = Array.from(label);
+  return chars.length <= max ? label : `${chars.slice(0, max - 1).join('')}…`;
+}
+
+/**
+ * Bars of named groups (models, keys), one row each with its name on the left and its value at
+ * the bar's end: names never run into each other however many rows there are, and the chart
+ * grows in height, not in crowding.
+ */
+export function rowChart(opts: { id: string; title: string; description: string; unit: string; bars: Bar[] }): SafeHtml {
+  const { bars } = opts;
+  const max = bars.reduce((m, b) => (b.value > m ? b.value : m), 0n);
+  const plotW = WIDTH - ROW_PAD.left - ROW_PAD.right;
+  const height = ROW_PAD.top + bars.length * ROW_H + ROW_PAD.bottom;
+  const w = (v: bigint) => (max === 0n ? 0 : (Number((v * 10_000n) / max) / 10_000) * plotW);
+  return html`<figure class="chart chart-rows">
+  <svg id="${opts.id}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="${opts.id}-title ${opts.id}-desc" preserveAspectRatio="xMinYMin meet">
+    <title id="${opts.id}-title">${opts.title}</title>
+    <desc id="${opts.id}-desc">${opts.description}</desc>
+    ${bars.map((b, i) => {
+      const top = ROW_PAD.top + i * ROW_H;
+      const width = Math.max(b.value > 0n ? 1 : 0, w(b.value));
+      return html`<g class="bar"><text class="y-label" x="${ROW_PAD.left - 8}" y="${top + ROW_H / 2 + 4}" text-anchor="end">${fitLabel(b.label)}</text>
+      <rect x="${ROW_PAD.left}" y="${top + 4}" width="${width.toFixed(1)}" height="${ROW_H - 8}"><title>${b.label}: ${formatInteger(b.value)} ${opts.unit}</title></rect>
+      <text class="value" x="${(ROW_PAD.left + width + 6).toFixed(1)}" y="${top + ROW_H / 2 + 4}">${formatInteger(b.value)}</text></g>`;
+    })}
+  </svg>
+  <figcaption>${opts.title} (${opts.unit})</figcaption>
+</figure>`;
+}

@@ -1,7 +1,7 @@
 import { describeLimit, LIMIT_PERIODS, LIMIT_TYPES, type KeyView } from '../billing/key-view.ts';
 import { formatInteger, formatTime, isoTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, page, type Notice, type Viewer } from './layout.ts';
+import { csrfField, page, tableScroll, type Notice, type Viewer } from './layout.ts';
 import { localInputValue } from './zoned-time.ts';
 
 export const KEY_NAME_MAX = 100;
@@ -51,7 +51,7 @@ ${opts.created ? createdKeyBox(opts.created) : ''}
   ${
     keys.length === 0
       ? html`<p>No keys yet. Create one below.</p>`
-      : html`<div class="overflow-auto"><table class="striped keys-table">
+      : tableScroll('API keys', html`<table class="striped keys-table">
     <caption class="visually-hidden">API keys of this account, newest first</caption>
     <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Status</th><th scope="col">Limits</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
     <tbody>${keys.map(
@@ -66,7 +66,7 @@ ${opts.created ? createdKeyBox(opts.created) : ''}
       <td><a href="/keys/${k.id}">Manage<span class="visually-hidden"> key ${k.name || k.display}</span></a></td>
     </tr>`,
     )}</tbody>
-  </table></div>`
+  </table>`)
   }
 </section>
 <section aria-labelledby="create-heading">
@@ -113,7 +113,7 @@ export function keyPage(opts: { viewer: Viewer; key: KeyView; nowMs: number; not
   ${
     key.limits.length === 0
       ? html`<p>This key has no limits.</p>`
-      : html`<div class="overflow-auto"><table class="limits-table">
+      : tableScroll('Limits of this key', html`<table class="limits-table">
     <caption class="visually-hidden">Limits of this key</caption>
     <thead><tr><th scope="col">Limit</th><th scope="col">Period</th><th scope="col" class="num">Value</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
     <tbody>${key.limits.map(
@@ -125,7 +125,7 @@ export function keyPage(opts: { viewer: Viewer; key: KeyView; nowMs: number; not
         <button type="submit" class="secondary outline small">Remove<span class="visually-hidden"> ${TYPE_LABEL[l.type] ?? l.type} limit ${PERIOD_LABEL[l.period] ?? l.period}</span></button></form>`
           : ''
       }</td></tr>`,
-    )}</tbody></table></div>`
+    )}</tbody></table>`)
   }
   ${
     active

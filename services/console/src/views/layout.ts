@@ -1,3 +1,4 @@
+import { formatInteger } from './format.ts';
 import { html, type HtmlValue, type SafeHtml } from './html.ts';
 
 /** What every signed-in page knows about who is looking. */
@@ -9,6 +10,8 @@ export interface Viewer {
   timeZone: string;
   /** The session's CSRF token, put in every form. */
   csrf: string;
+  /** The wallet balance in credits, shown in every page's header; undefined when billing could not say. */
+  balance: bigint | undefined;
 }
 
 export interface Notice {
@@ -19,9 +22,20 @@ export interface Notice {
 const NAV = [
   { href: '/keys', label: 'API keys' },
   { href: '/usage', label: 'Usage' },
+  { href: '/activity', label: 'Activity' },
   { href: '/balance', label: 'Balance' },
   { href: '/account', label: 'Account' },
 ];
+
+/**
+ * A wide table in a box of its own: on a narrow screen the box scrolls sideways (the page never
+ * does), with a shadow at the edge that has more and a line saying so; it is focusable so the
+ * keyboard scrolls it too, and named for screen readers.
+ */
+export function tableScroll(label: string, table: SafeHtml): SafeHtml {
+  return html`<div class="table-scroll" role="region" aria-label="${label}" tabindex="0">${table}</div>
+<p class="scroll-cue muted" aria-hidden="true">Scroll the table sideways to see every column →</p>`;
+}
 
 /** The hidden CSRF field every state-changing form carries. */
 export function csrfField(token: string): SafeHtml {
@@ -69,6 +83,9 @@ export function page(opts: { title: string; path: string; viewer: Viewer; notice
       ${NAV.map(
         (n) => html`<li><a href="${n.href}"${opts.path === n.href ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
       )}
+      <li><a href="/balance" class="balance-chip" data-balance>${
+        viewer.balance === undefined ? html`Balance unavailable` : html`<span class="muted">Balance</span> <strong>${formatInteger(viewer.balance)}</strong> credits`
+      }</a></li>
       <li>
         <form method="post" action="/logout" class="inline-form">
           ${csrfField(viewer.csrf)}

@@ -1,8 +1,8 @@
 import type { KeyView } from '../billing/key-view.ts';
-import { barChart } from './bar-chart.ts';
+import { barChart, rowChart } from './bar-chart.ts';
 import { formatInteger } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
-import { page, type Notice, type Viewer } from './layout.ts';
+import { page, tableScroll, type Notice, type Viewer } from './layout.ts';
 
 export type UsageGroup = 'day' | 'model' | 'key';
 
@@ -63,13 +63,18 @@ export function usagePage(opts: {
   const { viewer, query: q, lines, totals } = opts;
   const keyName = q.keyId ? (opts.keys.find((k) => k.id === q.keyId)?.name || 'selected key') : '';
   const scope = q.keyId ? `key “${keyName}”` : 'the whole account';
-  const chart = barChart({
+  const chartOpts = {
     id: 'usage-chart',
     title: `Credits by ${GROUP_TITLE[q.group].toLowerCase()}, ${q.from} to ${q.to}`,
     description: `Credits charged for ${scope}, ${lines.length} ${q.group === 'day' ? 'days' : 'groups'}; the table below has the same numbers.`,
     unit: 'credits',
     bars: lines.map((l) => ({ label: l.label, ...(q.group === 'day' ? { tick: l.group.slice(5) } : {}), value: l.sums.credits })),
-  });
+  };
+  // Days run along a time axis; models and keys are names, read best one per row.
+  const chart = q.group === 'day' ? barChart(chartOpts) : rowChart(chartOpts);
+  // The chart keeps every day (its gaps are the quiet days); the table lists only days with use.
+  const shown = q.group === 'day' ? lines.filter((l) => l.sums.requests > 0n) : lines;
+  const idle = lines.length - shown.length;
   const body = html`<h1>Usage</h1>
 <form method="get" action="/usage" class="usage-filters" aria-label="Usage period and scope">
   <div class="grid">
@@ -103,23 +108,27 @@ export function usagePage(opts: {
 
 <section aria-labelledby="chart-heading">
   <h2 id="chart-heading">Chart</h2>
-  ${lines.length === 0 ? html`<p>No usage in this period.</p>` : chart}
+  ${totals.requests === 0n ? html`<p>No usage in this period.</p>` : chart}
 </section>
 
 <section aria-labelledby="table-heading">
   <h2 id="table-heading">By ${GROUP_TITLE[q.group].toLowerCase()}</h2>
-  <div class="overflow-auto"><table class="striped usage-table">
+  ${q.group === 'day' && idle > 0 ? html`<p class="muted" data-idle-days="${idle}">${idle === lines.length ? 'No day of this period had usage.' : `${idle} ${idle === 1 ? 'day' : 'days'} without usage ${idle === 1 ? 'is' : 'are'} not listed.`}</p>` : ''}
+  ${tableScroll(
+    `Usage by ${GROUP_TITLE[q.group].toLowerCase()}`,
+    html`<table class="striped usage-table">
     <caption class="visually-hidden">Usage by ${GROUP_TITLE[q.group].toLowerCase()} for ${scope}, ${q.from} to ${q.to}</caption>
     <thead><tr><th scope="col">${GROUP_TITLE[q.group]}</th>${USAGE_COLUMNS.map((c) => html`<th scope="col" class="num">${c.title}</th>`)}</tr></thead>
     <tbody>${
-      lines.length === 0
+      shown.length === 0
         ? html`<tr><td colspan="${USAGE_COLUMNS.length + 1}">No usage in this period.</td></tr>`
-        : lines.map(
+        : shown.map(
             (l) => html`<tr><th scope="row">${l.label}</th>${USAGE_COLUMNS.map((c) => html`<td class="num">${formatInteger(l.sums[c.field])}</td>`)}</tr>`,
           )
     }</tbody>
     <tfoot><tr><th scope="row">Total</th>${USAGE_COLUMNS.map((c) => html`<td class="num">${formatInteger(totals[c.field])}</td>`)}</tr></tfoot>
-  </table></div>
+  </table>`,
+  )}
 </section>`;
   return page({ title: 'Usage', path: '/usage', viewer, notice: opts.notice, body });
 }

@@ -1,0 +1,95 @@
+import { GatewayError } from '@gw/errors';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { RouteDeps } from '../deps.ts';
+import { toKeyView } from '../billing/key-view.ts';
+import { queryParam } from '../http/forms.ts';
+import { ACTIVITY_STATUSES, activityPage, type ActivityFilter, type ActivityLine } from '../views/activity.view.ts';
+import type { Notice } from '../views/layout.ts';
+import { isDate } from '../views/zoned-time.ts';
+import { viewerFor } from './viewer.ts';
+
+const PAGE_SIZE = 50;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MODEL_ID = /^[A-Za-z0-9._:/-]{1,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The filter from the query; a value that cannot be one is dropped, with a notice saying so. */
+function parseFilter(query: unknown): { filter: ActivityFilter; cursor: string; notice?: Notice } {
+  const raw = {
+    keyId: queryParam(query, 'key', 36),
+    model: queryParam(query, 'model', 128),
+    status: queryParam(query, 'status', 16),
+    from: queryParam(query, 'from', 10),
+    to: queryParam(query, 'to', 10),
+  };
+  const filter: ActivityFilter = {
+    keyId: UUID.test(raw.keyId) ? raw.keyId.toLowerCase() : '',
+    model: MODEL_ID.test(raw.model) ? raw.model : '',
+    status: Object.hasOwn(ACTIVITY_STATUSES, raw.status) ? raw.status : '',
+    from: isDate(raw.from) ? raw.from : '',
+    to: isDate(raw.to) ? raw.to : '',
+  };
+  if (filter.from && filter.to && filter.to < filter.from) [filter.from, filter.to] = [filter.to, filter.from];
+  const cursor = queryParam(query, 'cursor', 128);
+  const dropped = (Object.keys(raw) as Array<keyof ActivityFilter>).filter((k) => raw[k] !== '' && filter[k] === '');
+  return {
+    filter,
+    cursor: REQUEST_ID.test(cursor) ? cursor : '',
+    ...(dropped.length > 0 ? { notice: { kind: 'error' as const, text: 'Some filters were not valid and are ignored.' } } : {}),
+  };
+}
+
+/** The activity log: one row per billed request, filtered and paged (billing's ListActivity). */
+export async function activityRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  async function modelIds(request: FastifyRequest): Promise<string[]> {
+    try {
+      const { models } = await deps.catalog.listModels({ listableOnly: false });
+      return models.map((m) => m.id).toSorted();
+    } catch (err) {
+      request.log.warn({ err }, 'catalog unavailable: the activity model filter lists no models');
+      return [];
+    }
+  }
+
+  app.get('/activity', async (request, reply) => {
+    const ctx = await viewerFor(request, deps);
+    const accountId = ctx.member.accountId;
+    let { filter, cursor, notice } = parseFilter(request.query);
+    const [{ keys: rawKeys }, models] = await Promise.all([deps.billing.listKeyDetails({ accountId }), modelIds(request)]);
+    const list = (f: ActivityFilter, c: string) =>
+      deps.billing.listActivity({ accountId, keyId: f.keyId, model: f.model, status: f.status, fromDate: f.from, toDate: f.to, timeZone: ctx.viewer.timeZone, cursor: c, limit: PAGE_SIZE });
+    let res;
+    try {
+      res = await list(filter, cursor);
+    } catch (err) {
+      // A key of another account (not_found) or a stale cursor: the first page without them.
+      if (!(err instanceof GatewayError) || (err.code !== 'not_found' && err.code !== 'invalid_request')) throw err;
+      filter = err.code === 'not_found' ? { ...filter, keyId: '' } : filter;
+      cursor = '';
+      notice = { kind: 'error', text: err.code === 'not_found' ? 'That key is not one of this account; showing every key.' : 'That page is gone; showing the newest requests.' };
+      res = await list(filter, cursor);
+    }
+    const now = deps.now().getTime();
+    const keys = rawKeys.map((k) => toKeyView(k, now));
+    const labels = new Map(keys.map((k) => [k.id, k.name || k.display]));
+    const lines: ActivityLine[] = res.items.map((a) => ({
+      requestId: a.requestId,
+      clientRequestId: a.clientRequestId,
+      createdAt: a.createdAtUnixMs,
+      keyId: a.keyId,
+      keyLabel: labels.get(a.keyId) ?? a.keyId,
+      endpoint: a.endpoint,
+      model: a.model,
+      inputTokens: a.inputTokens,
+      outputTokens: a.outputTokens,
+      units: a.units,
+      credits: a.credits,
+      status: a.status,
+      latencyMs: a.latencyMs,
+    }));
+    return reply
+      .code(notice ? 400 : 200)
+      .type('text/html; charset=utf-8')
+      .send(activityPage({ viewer: ctx.viewer, filter, keys, models, lines, olderCursor: res.nextCursor, isFirstPage: cursor === '', notice }).value);
+  });
+}
