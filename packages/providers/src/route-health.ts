@@ -355,7 +355,13 @@ export class RouteHealthBoard implements RouteHealth {
     const now = this.#now();
     const stats = this.stats(route);
     if (retryAfterMs !== undefined && retryAfterMs > 0) {
-      this.onVerdict(route, { kind: 'open', reason: 'retry_after', until: now + Math.min(retryAfterMs, this.policy.maxRestMs), lastError: stats.lastError });
+      // The provider asks for a rest. Seen by several accounts, it is the deployment's; seen by
+      // fewer, a prompt may have provoked it (a simulator directive can): a probe confirms it.
+      if (stats.failingAccounts >= this.policy.minAccounts) {
+        this.onVerdict(route, { kind: 'open', reason: 'retry_after', until: this.restUntil(retryAfterMs), lastError: stats.lastError });
+      } else {
+        this.onVerdict(route, { kind: 'suspect', lastError: stats.lastError });
+      }
       return;
     }
     if (stats.failed < this.policy.minFailures || stats.errorRate < this.policy.errorRate) return;
@@ -364,6 +370,11 @@ export class RouteHealthBoard implements RouteHealth {
     } else {
       this.onVerdict(route, { kind: 'suspect', lastError: stats.lastError });
     }
+  }
+
+  /** When a rest the provider asked for (`Retry-After`) ends, bounded by `maxRestMs`. */
+  restUntil(retryAfterMs: number): number {
+    return this.#now() + Math.min(retryAfterMs, this.policy.maxRestMs);
   }
 
   /**

@@ -47,12 +47,15 @@ describe('RouteHealthBoard', () => {
     expect(b.stats(A).failed).toBe(1);
   });
 
-  it('rests a route for its Retry-After at once, bounded by the longest rest', () => {
+  it("rests a route for a Retry-After that several accounts got at once, bounded by the longest rest; one account's only brings a probe", () => {
     const now = { t: 1_000_000 };
     const { b, verdicts } = board(now);
     b.record({ route: A, ok: false, account: 'one', latencyMs: 5, error: failure(7_000) });
-    expect(verdicts).toEqual([{ kind: 'open', reason: 'retry_after', until: now.t + 7_000, lastError: expect.any(String) }]);
-    b.record({ route: A, ok: false, account: 'one', latencyMs: 5, error: failure(3_600_000) });
+    expect(verdicts).toEqual([{ kind: 'suspect', lastError: expect.any(String) }]);
+    b.record({ route: A, ok: false, account: 'two', latencyMs: 5, error: failure(7_000) });
+    b.record({ route: A, ok: false, account: 'three', latencyMs: 5, error: failure(7_000) });
+    expect(verdicts.at(-1)).toEqual({ kind: 'open', reason: 'retry_after', until: now.t + 7_000, lastError: expect.any(String) });
+    b.record({ route: A, ok: false, account: 'four', latencyMs: 5, error: failure(3_600_000) });
     expect(verdicts.at(-1)).toMatchObject({ until: now.t + 300_000 });
   });
 

@@ -172,7 +172,8 @@ describe('route health shared across text replicas', () => {
     const before = Date.now();
     expect(await ask(r, 'acct-1')).toBe('backup');
     const status = await eventually(() => r.health.board.status(PRIMARY), (s) => s.state !== 'closed');
-    // The simulator's 429 says `retry-after: 1`: one request, one account, a one-second rest.
+    // The simulator's 429 says `retry-after: 1`; one account got it, and the gateway's probe too:
+    // a one-second rest.
     expect(status).toMatchObject({ state: 'open', reason: 'retry_after' });
     expect(status.until - status.since).toBeGreaterThanOrEqual(900);
     expect(status.until - before).toBeLessThanOrEqual(1_000 + (Date.now() - before));
@@ -183,6 +184,19 @@ describe('route health shared across text replicas', () => {
     expect(await eventually(() => stateOf(r), (s) => s === 'closed', 3_000)).toBe('closed');
     expect(Date.now()).toBeGreaterThanOrEqual(status.until);
     expect(await ask(r, 'acct-2')).toBe('primary');
+  });
+
+  it("one account's prompt-provoked 429 with Retry-After rests nothing: the gateway's probe is answered", async () => {
+    const r = await replica(namespace());
+    expect(await ask(r, 'attacker', 'Hi [[sim:fault=429]]').catch((err: unknown) => err)).toMatchObject({ code: 'upstream_rate_limited' });
+    const probes = await eventually(
+      async () => (await received('gpt-sim-mini')).filter((id) => id.startsWith(PROBE_REQUEST_PREFIX)),
+      (ids) => ids.length > 0,
+    );
+    expect(probes.length).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(stateOf(r)).toBe('closed');
+    expect(await ask(r, 'someone-else')).toBe('primary');
   });
 
   it('two replicas pool their evidence and agree on the route state', async () => {

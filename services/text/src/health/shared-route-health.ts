@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { eventsV1, textV1 } from '@gw/contracts';
-import { closedStatus, routeKey, type RouteHealthBoard, type RouteRef, type RouteStatus, type Verdict } from '@gw/providers';
+import { closedStatus, isProviderError, routeKey, type RouteHealthBoard, type RouteRef, type RouteStatus, type Verdict } from '@gw/providers';
 import { ensureStreamFor, qualify, subscribeBroadcast, type Logger, type NatsConnection, type ServiceContext } from '@gw/service-kit';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
@@ -168,7 +168,20 @@ export class SharedRouteHealth {
           // Those failures were the requests' own: no other probe for a while.
           return { ...cur, probeOwner: '', probeLeaseUntil: after + this.board.policy.suspectProbeIntervalMs };
         }
-        return { ...cur, state: 'open', reason: 'probe_failed', since: after, until: after + this.board.policy.probeIntervalMs, failedProbes: 1, probeOwner: '', probeLeaseUntil: 0, lastError: failure, lastErrorAt: after };
+        // The provider fails the gateway's own request too; a Retry-After on it rests the route that long.
+        const rest = failure.retryAfterMs === undefined ? undefined : this.board.restUntil(failure.retryAfterMs);
+        return {
+          ...cur,
+          state: 'open',
+          reason: rest === undefined ? 'probe_failed' : 'retry_after',
+          since: after,
+          until: rest ?? after + this.board.policy.probeIntervalMs,
+          failedProbes: rest === undefined ? 1 : 0,
+          probeOwner: '',
+          probeLeaseUntil: 0,
+          lastError: failure.message,
+          lastErrorAt: after,
+        };
       });
     });
   }
@@ -191,19 +204,22 @@ export class SharedRouteHealth {
           if (failure === undefined) return { ...closedStatus(route, after), lastError: cur.lastError, lastErrorAt: cur.lastErrorAt };
           const failedProbes = cur.failedProbes + 1;
           const wait = Math.min(this.board.policy.maxProbeIntervalMs, this.board.policy.probeIntervalMs * 2 ** (failedProbes - 1));
-          return { ...cur, state: 'open', until: after + wait, failedProbes, probeOwner: '', probeLeaseUntil: 0, lastError: failure, lastErrorAt: after };
+          // A Retry-After on the probe's answer is honoured too.
+          const until = Math.max(after + wait, failure.retryAfterMs === undefined ? 0 : this.board.restUntil(failure.retryAfterMs));
+          return { ...cur, state: 'open', until, failedProbes, probeOwner: '', probeLeaseUntil: 0, lastError: failure.message, lastErrorAt: after };
         });
       });
     }
   }
 
-  /** The probe's failure message, or undefined when the provider answered. */
-  async #tryProbe(route: RouteRef): Promise<string | undefined> {
+  /** The probe's failure (its message, and the provider's Retry-After), or undefined when the provider answered. */
+  async #tryProbe(route: RouteRef): Promise<{ message: string; retryAfterMs?: number } | undefined> {
     try {
       await this.#probe(route, this.board.policy.probeTimeoutMs);
       return undefined;
     } catch (err) {
-      return err instanceof Error ? err.message : String(err);
+      if (isProviderError(err)) return { message: err.message, ...(err.retryAfterMs === undefined ? {} : { retryAfterMs: err.retryAfterMs }) };
+      return { message: err instanceof Error ? err.message : String(err) };
     }
   }
 
