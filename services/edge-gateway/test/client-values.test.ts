@@ -53,3 +53,13 @@ describe('prototype keys (issue 20 finding 8)', () => {
     expect(res.json().error.code).toBe('insufficient_balance'); // reached billing (the fake refuses every hold)
   });
 });
+
+describe('client values in headers', () => {
+  it('headerList keeps visible ASCII, percent-encodes the rest, and bounds each value and the list', async () => {
+    const { headerList } = await import('../src/http/quote.ts');
+    expect(headerList(['web_search', 'file_search'])).toBe('web_search, file_search');
+    expect(headerList(['ns 工具\n', 'a,b%'])).toBe('ns%20%E5%B7%A5%E5%85%B7%0A, a%2Cb%25');
+    expect(headerList(['x'.repeat(1_000)])).toBe(`${'x'.repeat(64)}%E2%80%A6`);
+    expect(headerList(Array.from({ length: 100 }, () => 'y'.repeat(60))).length).toBeLessThanOrEqual(1_024 + 9);
+  });
+});

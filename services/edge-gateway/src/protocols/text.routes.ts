@@ -7,6 +7,7 @@ import { resolveModel } from '../generation/resolve-model.ts';
 import { anthropicBeta, preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
 import { removedTools } from '../generation/removed-tools.ts';
 import { REMOVED_TOOLS_HEADER } from '@gw/translate';
+import { headerList } from '../http/quote.ts';
 
 /** The three imitated text protocols: same pipeline, each in its own dialect. */
 const PROTOCOLS: Array<{ path: 'chat/completions' | 'messages' | 'responses'; dialect: ClientDialect }> = [
@@ -54,7 +55,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
       const { body, model, anthropicBeta: betas } = await preflightText(deps, request, dialect, path);
       const removed = removedTools(dialect, body, model);
       // On the raw response, so that a stream's head (written there) carries it too.
-      if (removed.length > 0) reply.raw.setHeader(REMOVED_TOOLS_HEADER, removed.join(', '));
+      if (removed.length > 0) reply.raw.setHeader(REMOVED_TOOLS_HEADER, headerList(removed));
       const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model, anthropicBeta: betas });
       return result?.body ?? reply;
     });
