@@ -164,6 +164,8 @@ interface Bucket {
 }
 
 const BUCKET_MS = 1_000;
+/** How long weight factors are reused. */
+const FACTORS_TTL_MS = 1_000;
 /** Latencies kept per bucket (and per report): enough for a p99 of a busy route's window. */
 const LATENCY_SAMPLES = 200;
 
@@ -214,7 +216,7 @@ class EvidenceWindow {
     this.#buckets = [];
   }
 
-  stats(now: number, windowMs: number): WindowStats {
+  stats(now: number, windowMs: number, withLatency = true): WindowStats {
     const from = now - windowMs;
     while (this.#buckets.length > 0 && this.#buckets[0]!.at + BUCKET_MS <= from) this.#buckets.shift();
     let ok = 0;
@@ -229,7 +231,7 @@ class EvidenceWindow {
         failed += n;
         accounts.add(account);
       }
-      latencies.push(...b.latencies);
+      if (withLatency) latencies.push(...b.latencies);
       if (b.lastErrorAt > 0) {
         lastError = b.lastError;
         lastErrorAt = b.lastErrorAt;
@@ -269,6 +271,8 @@ export class RouteHealthBoard implements RouteHealth {
   readonly #states = new Map<string, RouteStatus>();
   readonly #windows = new Map<string, EvidenceWindow>();
   readonly #refs = new Map<string, RouteRef>();
+  /** Weight factors per group of routes, with when they were computed. */
+  readonly #factors = new Map<string, { at: number; factors: number[] }>();
   /** This replica's outcomes not yet reported to the others. */
   #pending = new Map<string, Sample>();
   onVerdict: (route: RouteRef, verdict: Verdict) => void = () => undefined;
@@ -350,10 +354,15 @@ export class RouteHealthBoard implements RouteHealth {
     return this.#window(route).stats(this.#now(), this.policy.windowMs);
   }
 
+  /** Counts only (no latency percentiles): what judging a failure needs. */
+  #counts(route: RouteRef): WindowStats {
+    return this.#window(route).stats(this.#now(), this.policy.windowMs, false);
+  }
+
   #judge(route: RouteRef, retryAfterMs: number | undefined): void {
     if (this.status(route).state !== 'closed') return;
     const now = this.#now();
-    const stats = this.stats(route);
+    const stats = this.#counts(route);
     if (retryAfterMs !== undefined && retryAfterMs > 0) {
       // The provider asks for a rest. Seen by several accounts, it is the deployment's; seen by
       // fewer, a prompt may have provoked it (a simulator directive can): a probe confirms it.
@@ -383,6 +392,18 @@ export class RouteHealthBoard implements RouteHealth {
    * Routes with fewer than 5 requests in the window keep their weight.
    */
   weightFactors(routes: readonly RouteRef[]): number[] {
+    // Asked on every request of a model with equal-priority routes: computed at most once a second.
+    const key = routes.map(routeKey).join('\u0001');
+    const now = this.#now();
+    const cached = this.#factors.get(key);
+    if (cached && now - cached.at < FACTORS_TTL_MS) return cached.factors;
+    const factors = this.#computeFactors(routes);
+    if (this.#factors.size > 10_000) this.#factors.clear();
+    this.#factors.set(key, { at: now, factors });
+    return factors;
+  }
+
+  #computeFactors(routes: readonly RouteRef[]): number[] {
     const stats = routes.map((route) => this.stats(route));
     const known = stats.filter((s) => s.requests >= 5 && s.p50 > 0);
     const best = known.length === 0 ? 0 : Math.min(...known.map((s) => s.p50));

@@ -50,7 +50,8 @@ export function orderRoutes<R extends Route>(routes: readonly R[], random: () =>
   return priorities.flatMap((priority) => {
     const group = routes.filter((route) => route.priority === priority);
     if (!factors || group.length < 2) return weightedShuffle(group, random);
-    const adjusted = new Map(group.map((route, i) => [route, route.weight * (factors(group)[i] ?? 1)]));
+    const f = factors(group);
+    const adjusted = new Map(group.map((route, i) => [route, route.weight * (f[i] ?? 1)]));
     return weightedShuffle(group, random, (route) => adjusted.get(route) ?? route.weight);
   });
 }

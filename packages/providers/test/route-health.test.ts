@@ -87,6 +87,9 @@ describe('RouteHealthBoard', () => {
     const picks = new FallbackRouter({ health: b, random: () => 0.7 }).order([A, B]);
     expect(picks[0]).toBe(A);
     for (let i = 0; i < 10; i++) b.record({ route: A, ok: false, account: `e${i}`, latencyMs: 100, error: failure() });
+    // Factors are reused for a second (they are asked on every request).
+    expect(b.weightFactors([A, B])[0]).toBe(1);
+    now.t += 1_000;
     expect(b.weightFactors([A, B])[0]).toBeCloseTo(0.25);
   });
 });
