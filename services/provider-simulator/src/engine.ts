@@ -15,6 +15,8 @@ export interface ToolSpec {
   schema: unknown;
   /** The responses namespace the function belongs to, if any. */
   namespace?: string;
+  /** A responses custom tool: called with free-form text, not JSON arguments. */
+  custom?: true;
 }
 
 export type ToolChoice = { mode: 'auto' } | { mode: 'none' } | { mode: 'required'; name?: string };
@@ -43,7 +45,18 @@ export interface Reasoning {
 
 export type Plan =
   | { kind: 'text'; text: string; finish: 'stop' | 'length'; outputTokens: number; reasoning?: Reasoning }
-  | { kind: 'tool'; name: string; namespace?: string; args: JsonObject; argsJson: string; outputTokens: number; reasoning?: Reasoning };
+  | {
+      kind: 'tool';
+      name: string;
+      namespace?: string;
+      args: JsonObject;
+      /** The arguments as sent: JSON, or a custom tool's free-form `input`. */
+      argsJson: string;
+      /** A custom tool's call: its free-form input (`argsJson` is the same text). */
+      custom?: true;
+      outputTokens: number;
+      reasoning?: Reasoning;
+    };
 
 const LOREM = (
   'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore ' +
@@ -111,10 +124,11 @@ export function planReply(conv: Conversation, effects: Effects, maxTokens: numbe
   const thought = reasoning?.tokens ?? 0;
   const tool = chooseTool(conv, effects);
   if (tool) {
-    const args = sampleArguments(tool.schema);
-    const argsJson = JSON.stringify(args);
+    const args = tool.custom ? {} : sampleArguments(tool.schema);
+    const argsJson = tool.custom ? `sim-${tool.name}-input` : JSON.stringify(args);
     const namespace = tool.namespace === undefined ? {} : { namespace: tool.namespace };
-    return { kind: 'tool', name: tool.name, ...namespace, args, argsJson, outputTokens: thought + textTokens(tool.name + argsJson), ...extra };
+    const custom = tool.custom ? { custom: true as const } : {};
+    return { kind: 'tool', name: tool.name, ...namespace, ...custom, args, argsJson, outputTokens: thought + textTokens(tool.name + argsJson), ...extra };
   }
   const full = answerText(conv, effects);
   const fullTokens = textTokens(full);

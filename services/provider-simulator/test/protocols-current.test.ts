@@ -154,6 +154,17 @@ describe('OpenAI responses', () => {
     expect((directed.body.output as unknown as Array<{ type: string }>)[0]!.type).toBe('reasoning');
   });
 
+  it('calls a custom (free-form) tool with text: a custom_tool_call item, streamed with custom_tool_call_input events', async () => {
+    const tools = [{ type: 'custom', name: 'apply_patch', description: 'Edit files' }, { type: 'function', name: 'shell', parameters: {} }];
+    const res = await postJson(responsesUrl(), { model: 'gpt-sim-mini', input: 'Patch [[sim:tool=apply_patch]]', tools }, OPENAI_AUTH);
+    expect(res.body?.output?.[0]).toMatchObject({ type: 'custom_tool_call', name: 'apply_patch', input: 'sim-apply_patch-input' });
+    const streamed = await postJson(responsesUrl(), { model: 'gpt-sim-mini', input: 'Patch', tools, tool_choice: { type: 'custom', name: 'apply_patch' }, stream: true }, OPENAI_AUTH);
+    const events = parseSse(streamed.text).map((e) => JSON.parse(e.data) as { type: string; delta?: string; input?: string });
+    expect(events.filter((e) => e.type === 'response.custom_tool_call_input.delta').map((e) => e.delta).join('')).toBe('sim-apply_patch-input');
+    expect(events.find((e) => e.type === 'response.custom_tool_call_input.done')!.input).toBe('sim-apply_patch-input');
+    expect(events.some((e) => e.type.startsWith('response.function_call_arguments'))).toBe(false);
+  });
+
   it('calls a function inside a namespace, naming its namespace', async () => {
     const tools = [{ type: 'namespace', name: 'multi_agent_v1', description: 'Agents', tools: [{ type: 'function', name: 'spawn_agent', parameters: { type: 'object', properties: { message: { type: 'string' } } } }] }, { type: 'function', name: 'shell', parameters: {} }];
     const res = await postJson(responsesUrl(), { model: 'gpt-sim-mini', input: 'Start [[sim:tool=spawn_agent]]', tools }, OPENAI_AUTH);

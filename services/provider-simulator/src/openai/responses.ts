@@ -24,7 +24,7 @@ function itemText(content: unknown): string {
 function responsesToolChoice(value: unknown): ToolChoice {
   if (value === 'none') return { mode: 'none' };
   if (value === 'required') return { mode: 'required' };
-  if (isObject(value) && value.type === 'function' && typeof value.name === 'string') {
+  if (isObject(value) && (value.type === 'function' || value.type === 'custom') && typeof value.name === 'string') {
     return { mode: 'required', name: value.name };
   }
   return { mode: 'auto' };
@@ -34,8 +34,8 @@ function functionTools(tools: unknown, namespace?: string): ToolSpec[] {
   return asArray(tools).flatMap((t): ToolSpec[] => {
     const tool = asObject(t);
     if (tool.type === 'namespace' && namespace === undefined && typeof tool.name === 'string') return functionTools(tool.tools, tool.name);
-    if (tool.type !== 'function' || typeof tool.name !== 'string') return [];
-    return [namespace === undefined ? { name: tool.name, schema: tool.parameters } : { name: tool.name, schema: tool.parameters, namespace }];
+    if ((tool.type !== 'function' && tool.type !== 'custom') || typeof tool.name !== 'string') return [];
+    return [{ name: tool.name, schema: tool.parameters, ...(namespace === undefined ? {} : { namespace }), ...(tool.type === 'custom' ? { custom: true as const } : {}) }];
   });
 }
 
@@ -128,14 +128,10 @@ function reasoningItem(body: JsonObject, ids: ResponseIds, text: string, done: b
 
 function outputItem(ids: ResponseIds, plan: Plan, done: boolean): JsonObject {
   if (plan.kind === 'tool') {
-    const item: JsonObject = {
-      id: ids.itemId,
-      type: 'function_call',
-      status: done ? 'completed' : 'in_progress',
-      arguments: done ? plan.argsJson : '',
-      call_id: ids.callId,
-      name: plan.name,
-    };
+    const status = done ? 'completed' : 'in_progress';
+    const item: JsonObject = plan.custom
+      ? { id: ids.itemId, type: 'custom_tool_call', status, call_id: ids.callId, name: plan.name, input: done ? plan.argsJson : '' }
+      : { id: ids.itemId, type: 'function_call', status, arguments: done ? plan.argsJson : '', call_id: ids.callId, name: plan.name };
     if (plan.namespace !== undefined) item.namespace = plan.namespace;
     return item;
   }
@@ -196,7 +192,7 @@ export function registerResponses(app: FastifyInstance, sim: Sim): void {
       id: newId('resp_sim'),
       createdAt: unixNow(),
       model: ready.model.id,
-      itemId: newId(plan.kind === 'tool' ? 'fc_sim' : 'msg_sim'),
+      itemId: newId(plan.kind !== 'tool' ? 'msg_sim' : plan.custom ? 'ctc_sim' : 'fc_sim'),
       callId: newId('call_sim'),
       reasoningId: newId('rs_sim'),
     };
@@ -270,17 +266,19 @@ async function streamResponse(
       return sse.end();
     }
     if (i === deltas.length) break;
+    const delta = deltas[i];
     const ok =
       plan.kind === 'tool'
-        ? await send('response.function_call_arguments.delta', { ...at, delta: deltas[i] })
-        : await send('response.output_text.delta', { ...at, content_index: 0, delta: deltas[i], logprobs: [] });
+        ? await send(plan.custom ? 'response.custom_tool_call_input.delta' : 'response.function_call_arguments.delta', { ...at, delta })
+        : await send('response.output_text.delta', { ...at, content_index: 0, delta, logprobs: [] });
     if (!ok) return sse.end();
   }
 
   if (plan.kind === 'tool') {
-    if (!(await send('response.function_call_arguments.done', { ...at, name: plan.name, arguments: plan.argsJson }))) {
-      return sse.end();
-    }
+    const finished = plan.custom
+      ? send('response.custom_tool_call_input.done', { ...at, input: plan.argsJson })
+      : send('response.function_call_arguments.done', { ...at, name: plan.name, arguments: plan.argsJson });
+    if (!(await finished)) return sse.end();
   } else {
     if (!(await send('response.output_text.done', { ...at, content_index: 0, text: plan.text, logprobs: [] }))) return sse.end();
     if (!(await send('response.content_part.done', { ...at, content_index: 0, part: textPart(plan.text) }))) return sse.end();
