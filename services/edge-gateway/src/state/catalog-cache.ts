@@ -102,9 +102,8 @@ export class CatalogCache {
    * a model is left out of the listing and refused at once, with no hold taken (spec 7.2: it
    * reappears in the listing when served again). One account's failures never open a route.
    */
-  #coolingFor(modelId: string): number {
-    const m = this.#models.get(modelId);
-    return m ? this.routeHealth.restingFor(this.#live(m).routes) : 0;
+  #coolingFor(routes: readonly LiveRoute[]): number {
+    return this.routeHealth.restingFor(routes);
   }
 
   /**
@@ -135,7 +134,7 @@ export class CatalogCache {
     if (live.routes.length === 0) {
       throw new GatewayError('model_temporarily_unavailable', `The model ${modelId} is temporarily unavailable. Nothing was charged.`);
     }
-    const cooling = this.#coolingFor(m.id);
+    const cooling = this.#coolingFor(live.routes);
     if (cooling > 0) {
       throw new GatewayError('model_temporarily_unavailable', `The model ${modelId} is temporarily unavailable after repeated provider failures. Nothing was charged.`, {
         retry_after_seconds: cooling,
@@ -169,7 +168,11 @@ export class CatalogCache {
     if (!this.#snapshot) throw new GatewayError('upstream_error', 'The model catalog is not loaded yet.');
     if (this.#snapshot.listingHidden) throw new GatewayError('model_catalog_disabled', 'The model listing is currently hidden.');
     return this.#snapshot.models
-      .filter((m) => m.enabled && m.priceCreditPerUnit !== undefined && m.kind in KIND && this.#live(m).routes.length > 0 && this.#coolingFor(m.id) === 0)
+      .filter((m) => {
+        if (!m.enabled || m.priceCreditPerUnit === undefined || !(m.kind in KIND)) return false;
+        const { routes } = this.#live(m);
+        return routes.length > 0 && this.#coolingFor(routes) === 0;
+      })
       .flatMap((m) => [listingItem(m, m.id, anthropic), ...m.aliases.filter((a) => this.#byPublicId.get(a) === m).map((a) => listingItem(m, a, anthropic))]);
   }
 

@@ -44,7 +44,7 @@ export class RouteHealthView {
    * 0 when one of them serves (or there are none: that is the catalog's to say).
    */
   restingFor(routes: ReadonlyArray<{ provider: string; upstreamModel: string }>): number {
-    if (routes.length === 0) return 0;
+    if (routes.length === 0 || this.#open.size === 0) return 0;
     let first = Infinity;
     for (const route of routes) {
       const resting = this.#open.get(key(route.provider, route.upstreamModel));
