@@ -267,6 +267,12 @@ describe('hosted tools a same-dialect provider charges for are removed before th
     expect(out.body.tool_choice).toEqual({ type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'f' }] });
   });
 
+  it('chat to another dialect: web_search_options goes too, and is named', () => {
+    const out = prepareRequest('chat', 'messages', { model: 'm', messages: [{ role: 'user', content: 'hi' }], web_search_options: {} }, OPTS);
+    expect(out.removedTools).toEqual(['web_search_options']);
+    expect(JSON.stringify(out.body)).not.toContain('web_search');
+  });
+
   it('chat: web_search_options goes', () => {
     const out = prepareRequest('chat', 'chat', { model: 'm', messages: [{ role: 'user', content: 'hi' }], web_search_options: { search_context_size: 'low' } }, OPTS);
     expect(out.removedTools).toEqual(['web_search_options']);
