@@ -38,7 +38,7 @@ async function admin(args: string[], env: Record<string, string> = {}): Promise<
 describe('operator CLI', () => {
   it('describes every command and group', () => {
     const tree = commandTree(buildProgram(async () => {}, false));
-    expect(tree.map((c) => c.path)).toEqual(expect.arrayContaining(['account show', 'switch show', 'switch set', 'key create', 'model upsert', 'user reset-password']));
+    expect(tree.map((c) => c.path)).toEqual(expect.arrayContaining(['account list', 'account show', 'switch show', 'switch set', 'key create', 'model upsert', 'user reset-password']));
     expect(tree.filter((c) => c.description === '' && c.path.split(' ').at(-1) !== 'help')).toEqual([]);
   });
 

@@ -17,6 +17,25 @@ export function accountCommands(program: Command, run: Run): void {
     );
 
   account
+    .command('list')
+    .option('--name <text>', 'only accounts whose name contains this text', '')
+    .option('--limit <n>', 'at most this many (newest first; up to 1000)', '100')
+    .option('--json', 'print one JSON object')
+    .action((o: { name: string; limit: string; json?: boolean }) =>
+      run(async (c) => {
+        const res = await c.billing.listAccounts({ limit: Number(positiveInt('--limit', o.limit, 1000n)), nameContains: o.name });
+        return {
+          accounts: res.accounts.map((a) => ({
+            account_id: a.accountId,
+            name: a.name,
+            balance: a.balance,
+            live_keys: a.liveKeys,
+            created_at: iso(a.createdAtUnixMs),
+          })),
+        };
+      }, !!o.json),
+    );
+  account
     .command('show <account_id>')
     .option('--json', 'print one JSON object')
     .action((accountId: string, o: { json?: boolean }) =>

@@ -21,7 +21,7 @@ import {
   setKeyExpiry,
   type KeyDetailsRow,
 } from '../domain/account-keys.ts';
-import { getAccount } from '../domain/account-profile.ts';
+import { getAccount, listAccounts } from '../domain/account-profile.ts';
 import { listLedger } from '../domain/ledger-history.ts';
 import { listActivity } from '../domain/activity.ts';
 import { usageReport, type UsageGroup, type UsageSums } from '../domain/usage-report.ts';
@@ -154,6 +154,16 @@ export function billingHandler(deps: BillingDeps): ServiceImpl<MethodsOf<typeof 
       const a = await getAccount(em(), req.accountId);
       return { accountId: a.id, name: a.name, timeZone: a.time_zone, createdAtUnixMs: ms(a.created_at) };
     },
+    // Operators' list of accounts (`pnpm admin account list`).
+    listAccounts: async (req) => ({
+      accounts: (await listAccounts(em(), req.limit, req.nameContains)).map((a) => ({
+        accountId: a.id,
+        name: a.name,
+        balance: BigInt(a.balance),
+        liveKeys: a.live_keys,
+        createdAtUnixMs: ms(a.created_at),
+      })),
+    }),
     listKeyDetails: async (req) => ({ keys: (await listKeyDetails(em(), req.accountId)).map(details) }),
     getKeyDetails: async (req) => ({ key: details(await keyDetails(em(), req.accountId, req.keyId)) }),
     revokeAccountKey: async (req) => ({ revokedAtUnixMs: ms(await revokeAccountKey(em(), req.accountId, req.keyId)) }),

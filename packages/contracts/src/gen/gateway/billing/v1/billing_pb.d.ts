@@ -1539,6 +1539,101 @@ export declare type LookupApiKeyResponse = Message<"gateway.billing.v1.LookupApi
 export declare const LookupApiKeyResponseSchema: GenMessage<LookupApiKeyResponse>;
 
 /**
+ * ListAccountsRequest bounds and filters the list.
+ *
+ * @generated from message gateway.billing.v1.ListAccountsRequest
+ */
+export declare type ListAccountsRequest = Message<"gateway.billing.v1.ListAccountsRequest"> & {
+  /**
+   * Most accounts to return (0 = 100; at most 1000).
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Only accounts whose name contains this text (case-insensitive); empty = all.
+   *
+   * @generated from field: string name_contains = 2;
+   */
+  nameContains: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListAccountsRequest.
+ * Use `create(ListAccountsRequestSchema)` to create a new message.
+ */
+export declare const ListAccountsRequestSchema: GenMessage<ListAccountsRequest>;
+
+/**
+ * AccountSummary is one account of the list.
+ *
+ * @generated from message gateway.billing.v1.AccountSummary
+ */
+export declare type AccountSummary = Message<"gateway.billing.v1.AccountSummary"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * Display name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Wallet balance in credits.
+   *
+   * @generated from field: int64 balance = 3;
+   */
+  balance: bigint;
+
+  /**
+   * Keys neither revoked nor expired.
+   *
+   * @generated from field: int32 live_keys = 4;
+   */
+  liveKeys: number;
+
+  /**
+   * Creation time (unix ms).
+   *
+   * @generated from field: int64 created_at_unix_ms = 5;
+   */
+  createdAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.billing.v1.AccountSummary.
+ * Use `create(AccountSummarySchema)` to create a new message.
+ */
+export declare const AccountSummarySchema: GenMessage<AccountSummary>;
+
+/**
+ * ListAccountsResponse carries the accounts, newest first.
+ *
+ * @generated from message gateway.billing.v1.ListAccountsResponse
+ */
+export declare type ListAccountsResponse = Message<"gateway.billing.v1.ListAccountsResponse"> & {
+  /**
+   * The accounts.
+   *
+   * @generated from field: repeated gateway.billing.v1.AccountSummary accounts = 1;
+   */
+  accounts: AccountSummary[];
+};
+
+/**
+ * Describes the message gateway.billing.v1.ListAccountsResponse.
+ * Use `create(ListAccountsResponseSchema)` to create a new message.
+ */
+export declare const ListAccountsResponseSchema: GenMessage<ListAccountsResponse>;
+
+/**
  * GetAccountRequest names the account.
  *
  * @generated from message gateway.billing.v1.GetAccountRequest
@@ -2805,6 +2900,16 @@ export declare const BillingService: GenService<{
     methodKind: "unary";
     input: typeof GetAccountRequestSchema;
     output: typeof GetAccountResponseSchema;
+  },
+  /**
+   * Lists accounts newest first, with their balance and live keys (operators: `pnpm admin account list`).
+   *
+   * @generated from rpc gateway.billing.v1.BillingService.ListAccounts
+   */
+  listAccounts: {
+    methodKind: "unary";
+    input: typeof ListAccountsRequestSchema;
+    output: typeof ListAccountsResponseSchema;
   },
   /**
    * Lists an account's keys with their last use and limits, newest first, never with plaintext.
