@@ -48,8 +48,8 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
   const requestIds = new Map<string, string>();
   let failedId = '';
 
-  const post = (path: string, body: unknown) =>
-    fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
   async function signIn(page: Page): Promise<void> {
     await page.goto(`${system.consoleUrl}/login`);
@@ -80,7 +80,7 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
       await billing.setKeyLimit({ keyId, limitType: 'requests', period: 'daily', value: 100_000n });
     }
     for (const model of TEXT_MODELS) {
-      const res = await post('/chat/completions', { model, max_tokens: 64, messages: [{ role: 'user', content: 'hello there' }] });
+      const res = await post('/chat/completions', { model, max_tokens: 64, messages: [{ role: 'user', content: 'hello there' }] }, model === 'gpt-sim-mini' ? { 'x-request-id': 'layout-client-0001' } : {});
       must(model, res.status, 200);
       await res.json();
       requestIds.set(model, res.headers.get('x-request-id')!);
@@ -215,6 +215,12 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
     expect(await rowIds(page)).toEqual([failedId]);
     expect(await page.locator('tbody tr td.num').first().textContent()).toBe('0');
     await page.screenshot({ path: join(SHOTS, 'layout-1280-activity-failed.png'), fullPage: true });
+    // The CSV: every request, our id beside the client's own.
+    const csv = await context.request.get(`${system.consoleUrl}/activity.csv`);
+    expect(csv.headers()['content-type']).toBe('text/csv; charset=utf-8');
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines).toHaveLength(requestIds.size + 2);
+    expect(lines.find((l) => l.includes(requestIds.get('gpt-sim-mini')!))).toContain(`,${requestIds.get('gpt-sim-mini')},layout-client-0001,`);
     await context.close();
   }, 60_000);
 });

@@ -244,6 +244,13 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect(foreign.statusCode).toBe(400);
     expect(foreign.body).toContain('That key is not one of this account');
     expect(ids(foreign.body)).not.toContain('req-of-b');
+    // The CSV has every page of the log, one request per line, with both ids.
+    const csv = await browser.get('/activity.csv');
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    const csvLines = csv.body.trim().split('\r\n');
+    expect(csvLines[0]).toBe('time,request_id,client_request_id,key_id,key_name,endpoint,model,input_tokens,output_tokens,units,credits,latency_ms,status');
+    expect(csvLines.slice(1).map((l) => l.split(',').slice(1, 3))).toEqual([['req-1', 'my-trace-1'], ['req-2', ''], ['req-3', '']]);
+    expect(csvLines[1]).toBe(`2025-02-19T21:19:59.000Z,req-1,my-trace-1,${keyA.id},alpha-prod,chat/completions,gpt-sim-mini,12,34,46,7,1234,succeeded`);
     expect(billing.calls.filter((c) => c.method === 'listActivity').every((c) => c.accountId === accountA)).toBe(true);
   });
 

@@ -2,6 +2,7 @@ import type { KeyView } from '../billing/key-view.ts';
 import { formatInteger, formatTime, isoTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
 import { page, tableScroll, type Notice, type Viewer } from './layout.ts';
+import { csvCell } from './usage.view.ts';
 
 /** What the activity log is filtered by; empty strings for "all". */
 export interface ActivityFilter {
@@ -97,6 +98,7 @@ export function activityPage(opts: {
   </div>
   <button type="submit">Filter</button>
   ${filtered ? html`<a href="/activity" role="button" class="secondary outline">Clear filters</a>` : ''}
+  <a href="/activity.csv?${activitySearch(f)}" role="button" class="secondary outline" download>Download CSV</a>
 </form>
 ${
   lines.length === 0
@@ -125,4 +127,16 @@ ${
   ${opts.olderCursor ? html`<a href="/activity?${activitySearch(f, opts.olderCursor)}" rel="next">Older requests →</a>` : ''}
 </nav>`;
   return page({ title: 'Activity', path: '/activity', viewer, notice: opts.notice, body });
+}
+
+/** The activity log as CSV: one line per request, times in UTC (ISO 8601), ids as the API gave them. */
+export function activityCsv(lines: ActivityLine[]): string {
+  const rows = [['time', 'request_id', 'client_request_id', 'key_id', 'key_name', 'endpoint', 'model', 'input_tokens', 'output_tokens', 'units', 'credits', 'latency_ms', 'status']];
+  for (const l of lines) {
+    rows.push([
+      isoTime(l.createdAt), l.requestId, l.clientRequestId, l.keyId, l.keyLabel, l.endpoint, l.model,
+      l.inputTokens.toString(), l.outputTokens.toString(), l.units.toString(), l.credits.toString(), l.latencyMs.toString(), l.status,
+    ]);
+  }
+  return `${rows.map((r) => r.map(csvCell).join(',')).join('\r\n')}\r\n`;
 }

@@ -134,7 +134,7 @@ export function usagePage(opts: {
 }
 
 /** A CSV cell: quoted when needed, and text a spreadsheet would run as a formula defused. */
-function csvCell(value: string): string {
+export function csvCell(value: string): string {
   const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
