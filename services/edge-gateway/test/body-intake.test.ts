@@ -110,6 +110,14 @@ describe('request intake bounded in time and bytes (issue 20 finding 1)', () => 
     first.socket.destroy();
   });
 
+  it('a request alone fits whatever its size, as before (its reservation grows with what arrives)', async () => {
+    gw = await fakeGateway({ bodyBudget: { totalBytes: 64 * 1024, perOwnerBytes: 16 * 1024 }, deps: answering() });
+    const big = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(300_000) }] });
+    const res = await gw.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: { authorization: `Bearer ${gw.keys.a}`, 'content-type': 'application/json' }, payload: big });
+    expect(res.statusCode).toBe(200);
+    expect(gw.deps.bodyBudget.used()).toBe(0);
+  });
+
   it('headers that never finish are cut by the headers timeout', async () => {
     gw = await fakeGateway({ deps: { httpTimeouts: { headersTimeoutMs: 300 } } });
     const port = await listen(gw);

@@ -37,10 +37,18 @@ function budgetFull(budget: BytesBudget, account: string, full: 'owner' | 'total
 export function meterBody(budget: BytesBudget, idleTimeoutMs: number, request: FastifyRequest, reply: FastifyReply, payload: Readable): Readable {
   if (!hasBody(request)) return payload;
   const account = request.apiKey.accountId;
-  const releases: Array<() => void> = [];
+  // One reservation per request, grown chunk by chunk (given back and taken again for the new
+  // total): a request alone in a budget fits whatever its size, as BytesBudget promises.
+  let held: { release: () => void } | undefined;
+  let arrived = 0;
+  const release = () => {
+    held?.release();
+    held = undefined;
+  };
   let timer: NodeJS.Timeout | undefined;
   const fail = (err: GatewayError) => {
     clearTimeout(timer);
+    release(); // the rest of the body is not read, and what arrived is dropped
     // The rest of the body is not read: the connection cannot carry another request.
     if (!reply.sent) reply.header('connection', 'close');
     meter.destroy(err);
@@ -54,12 +62,14 @@ export function meterBody(budget: BytesBudget, idleTimeoutMs: number, request: F
   };
   const meter = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
-      const reserved = budget.reserve(account, chunk.length);
+      release();
+      const reserved = budget.reserve(account, arrived + chunk.length);
       if ('full' in reserved) {
         fail(budgetFull(budget, account, reserved.full));
         return;
       }
-      releases.push(reserved.release);
+      held = reserved;
+      arrived += chunk.length;
       arm();
       callback(null, chunk);
     },
@@ -71,7 +81,7 @@ export function meterBody(budget: BytesBudget, idleTimeoutMs: number, request: F
   // `close` comes once the answer is sent or the client is gone, whichever way the request ends.
   reply.raw.once('close', () => {
     clearTimeout(timer);
-    for (const release of releases) release();
+    release();
   });
   payload.once('error', (err) => meter.destroy(err));
   payload.pipe(meter);
