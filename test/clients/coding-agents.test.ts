@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { billingClient } from '../support/clients.ts';
 import { startClientSystem, type ClientSystem } from './support.ts';
 
@@ -26,6 +26,13 @@ const SCHEMA = {
   additionalProperties: false,
 };
 
+/**
+ * A CLI run takes a few seconds (most of it the CLI's own start), but minutes on a loaded machine:
+ * each run and each test may take that long before it counts as hung.
+ */
+const RUN_TIMEOUT_MS = 150_000;
+vi.setConfig({ testTimeout: RUN_TIMEOUT_MS + 10_000 });
+
 let gw: ClientSystem;
 const scratch: string[] = [];
 /** A fresh directory: each run gets its own home (no user config, no shared state) and work dir. */
@@ -46,7 +53,7 @@ afterAll(async () => {
 /** Runs a CLI to its end with only the given environment (and PATH); stdout, stderr, exit code. */
 function runCli(script: string, args: string[], env: Record<string, string>, cwd: string): Promise<{ stdout: string; stderr: string; code: number }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [script, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 90_000, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) =>
+    const child = execFile(process.execPath, [script, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: RUN_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) =>
       resolve({ stdout, stderr, code: err ? (typeof err.code === 'number' ? err.code : 1) : 0 }),
     );
     child.stdin?.end(); // no standard input, as in CI

@@ -28,7 +28,7 @@ const getWeather = async () => WEATHER_RESULT;
 
 /** Models of every provider dialect, by the name a client would use (some are aliases). */
 const OPENAI_MODEL = 'gpt-sim-mini';
-const CLAUDE_MODEL = 'claude-sonnet-4-5'; // an alias of claude-sim-sonnet
+const CLAUDE_MODEL = 'team-claude'; // an alias of claude-sim-sonnet
 const GEMINI_MODEL = 'gemini-sim-flash';
 
 let gw: ClientSystem;

@@ -9,6 +9,8 @@ import { admin, fundedAccount, startTestSystem } from '../support/system-fixture
 export const CLIENT_ALIASES: Array<[model: string, alias: string]> = [
   ['claude-sim-sonnet', 'claude-sonnet-4-5'],
   ['claude-sim-sonnet', 'claude-haiku-4-5'],
+  // A name of the operator's own (the Anthropic SDK warns about retired Claude names).
+  ['claude-sim-sonnet', 'team-claude'],
   ['gpt-sim-mini', 'gpt-5-codex'],
   ['gpt-sim-mini', 'gpt-5-mini'],
   ['gemini-sim-flash', 'gemini-2.5-flash'],

@@ -7,7 +7,7 @@ import Anthropic, { NotFoundError as AnthropicNotFound } from '@anthropic-ai/sdk
 import OpenAI, { NotFoundError as OpenAINotFound } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, type RunningSystem } from '../../scripts/system.ts';
-import { anthropicClient, billingClient, openaiClient, seedDemoModels, waitForListing } from '../support/clients.ts';
+import { anthropicClient, billingClient, catalogClient, openaiClient, seedDemoModels, waitForListing } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 const run = promisify(execFile);
@@ -164,6 +164,16 @@ describe('models through the OpenAI and Anthropic SDKs, and model aliases', () =
       code: 'invalid_request',
       message: 'gemini-nick is an alias of gemini-sim-flash; remove it first (model alias remove --alias gemini-nick).',
     });
+    // The same alias added for two models at once: one wins, the other is told, never an internal error.
+    const catalog = catalogClient(system);
+    try {
+      const raced = await Promise.allSettled(['gpt-sim-mini', 'claude-sim-sonnet'].map((modelId) => catalog.addAlias({ modelId, alias: 'raced-nick' })));
+      expect(raced.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const lost = raced.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(lost.reason).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/raced-nick (is already an alias of|was just added)/) });
+    } finally {
+      catalog.close();
+    }
     // A model replaced by upsert keeps its aliases and its creation time.
     const before = await openai.models.retrieve('gemini-sim-flash');
     const { stdout } = await run(process.execPath, [join(ROOT, 'packages/admin-cli/src/main.ts'), 'models', 'list', '--json'], {

@@ -5,6 +5,7 @@ import { GatewayError } from '@gw/errors';
 import { enqueueEvent } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Model, ModelAlias, ModelRoute, Setting } from '../db/entities.ts';
+import { isUniqueViolation } from '../db/pg-errors.ts';
 
 export const CATALOG_CHANGED_SUBJECT = 'catalog.model.changed';
 
@@ -234,6 +235,16 @@ async function noModelMessage(em: EntityManager, id: string): Promise<string> {
  */
 export async function addAlias(em: EntityManager, modelId: string, alias: string): Promise<StoredModel> {
   if (!PUBLIC_ID.test(alias)) throw new GatewayError('invalid_request', 'An alias is 1-128 letters, digits or . _ : / -, like a model id.');
+  try {
+    return await addAliasOnce(em, modelId, alias);
+  } catch (err) {
+    // The same alias added at the same moment elsewhere: the other add won.
+    if (isUniqueViolation(err)) throw new GatewayError('invalid_request', `${alias} was just added by another command; see models list.`);
+    throw err;
+  }
+}
+
+function addAliasOnce(em: EntityManager, modelId: string, alias: string): Promise<StoredModel> {
   return em.transactional(async (tx) => {
     const model = await tx.findOne(Model, { id: modelId });
     if (!model) throw new GatewayError('unknown_model', await noModelMessage(tx, modelId));
