@@ -49,14 +49,17 @@ export default async function setup(project: TestProject) {
   };
 }
 
-/** Deletes the streams this run created (tests may create them through any service). */
+/**
+ * Deletes the streams this run created (tests may create them through any service), and its
+ * key-value buckets (streams `KV_<bucket>`: the text service's route health).
+ */
 async function deleteStreams(natsUrl: string, prefix: string): Promise<void> {
   const nc = await connect({ servers: natsUrl, timeout: 2_000 }).catch(() => null);
   if (!nc) return;
   try {
     const jsm = await jetstreamManager(nc);
     for await (const name of jsm.streams.names()) {
-      if (name.startsWith(prefix)) await jsm.streams.delete(name);
+      if (name.startsWith(prefix) || name.startsWith(`KV_${prefix}`)) await jsm.streams.delete(name);
     }
   } finally {
     await nc.close();
