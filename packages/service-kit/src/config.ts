@@ -33,6 +33,15 @@ export const commonEnv = {
    * namespace). Empty: no stamp, shared durables.
    */
   DEPLOYMENT_ID: z.string().max(200).default(''),
+  /**
+   * Shared secret between services: every gRPC server refuses calls (UNAUTHENTICATED) whose
+   * `authorization` metadata is not `Bearer <token>`, and every client sends it. Empty: off.
+   * The health service answers without it (Kubernetes probes send no metadata).
+   */
+  SERVICE_TOKEN: z
+    .string()
+    .refine((t) => t === '' || t.length >= 16, 'at least 16 characters (or empty to turn the check off)')
+    .default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),

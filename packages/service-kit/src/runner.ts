@@ -141,12 +141,12 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
     onStop: (step) => stops.push(step),
   };
   const onUnexpectedError = (err: unknown, path: string) => logger.error({ err, path }, 'rpc failed unexpectedly');
-  for (const [service, impl] of await opts.register(ctx)) addService(server, service, impl as never, { onUnexpectedError });
+  for (const [service, impl] of await opts.register(ctx)) addService(server, service, impl as never, { onUnexpectedError, token: env.SERVICE_TOKEN });
 
   const port = await bindServer(server, env.GRPC_HOST, env.GRPC_PORT ?? opts.defaultPort);
   health.set(true);
   const address = `${env.GRPC_HOST}:${port}`;
-  logger.info({ address }, `${opts.name} serving`);
+  logger.info({ address, serviceToken: env.SERVICE_TOKEN === '' ? 'off' : 'required' }, `${opts.name} serving`);
   writeReadyFile(env.READY_FILE, address);
 
   onShutdown(logger, env.SHUTDOWN_TIMEOUT_MS, [

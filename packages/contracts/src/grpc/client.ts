@@ -17,6 +17,42 @@ export interface ClientOptions {
    * 10 s): long enough for a restart, short of a long call's deadline (a Generate has 11 minutes).
    */
   connectWaitMs?: number;
+  /**
+   * The shared service token sent as `authorization: Bearer <token>` on every call (default: the
+   * `SERVICE_TOKEN` variable; none when empty). Servers with a token refuse calls without it.
+   */
+  token?: string;
+  /**
+   * HTTP/2 keepalive: a ping every `keepaliveMs` (default 1 s) that must be answered within as
+   * long again, else the connection is closed and its calls go to another replica: a dead or hung
+   * (stopped) replica is left within about two seconds.
+   */
+  keepaliveMs?: number;
+}
+
+/**
+ * The grpc-js target of a service address:
+ * - `host:port` or `dns:///name:port` (a Kubernetes headless Service): resolved by DNS, every
+ *   address it answers is a replica;
+ * - a comma-separated list of IP literals (`127.0.0.1:50051,127.0.0.1:50061`, for local runs):
+ *   those replicas, without DNS (`ipv4:` / `ipv6:` targets). A list must name IPs, not host names.
+ * Either way the channel balances calls round-robin over the replicas that answer.
+ */
+export function grpcTarget(address: string): string {
+  const parts = address.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  if (parts.length <= 1) return parts[0] ?? address;
+  const v6 = parts.every((p) => p.startsWith('['));
+  const v4 = parts.every((p) => /^\d{1,3}(\.\d{1,3}){3}:\d+$/.test(p));
+  if (!v4 && !v6) throw new Error(`${address}: a list of replicas names each by IP and port (127.0.0.1:50051,127.0.0.1:50061, or [::1]:50051,...); use one DNS name for replicas found by DNS`);
+  return `${v6 ? 'ipv6' : 'ipv4'}:${parts.join(',')}`;
+}
+
+/** Calls are spread over every replica the target resolves to, not pinned to the first. */
+const ROUND_ROBIN = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
+
+/** The `authorization` metadata a service token travels in. */
+export function serviceTokenMetadata(token: string): string {
+  return `Bearer ${token}`;
 }
 
 /** A call's wait for its channel; `gaveUp`: the wait ran out and the call was cancelled unsent. */
@@ -57,8 +93,11 @@ export function createClient<S extends GenServiceMethods>(
   address: string,
   opts: ClientOptions = {},
 ): ServiceClient<S> & { close(): void } {
-  const channel = new grpc.Client(address, grpc.credentials.createInsecure(), {
-    'grpc.keepalive_time_ms': 30_000,
+  const keepalive = opts.keepaliveMs ?? 1_000;
+  const channel = new grpc.Client(grpcTarget(address), grpc.credentials.createInsecure(), {
+    'grpc.service_config': ROUND_ROBIN,
+    'grpc.keepalive_time_ms': keepalive,
+    'grpc.keepalive_timeout_ms': keepalive,
     'grpc.keepalive_permit_without_calls': 1,
     // grpc-js backs off 1, 1.6, 2.6, 4.1 s... up to 2 minutes between connection attempts: a
     // service away for 3 s in a restart would be found again after ~5 s, past a call's deadline.
@@ -69,6 +108,16 @@ export function createClient<S extends GenServiceMethods>(
   });
   const defaultTimeout = opts.defaultTimeoutMs ?? 5_000;
   const connectWait = opts.connectWaitMs ?? 10_000;
+  const token = opts.token ?? process.env.SERVICE_TOKEN ?? '';
+  /** Every call's metadata: waits for a ready replica (within its deadline), carries the token. */
+  const callMetadata = () => {
+    const metadata = new grpc.Metadata();
+    // A service restarting (a rolling update) is waited for, within the call's deadline,
+    // instead of failing the call at once.
+    metadata.setOptions({ waitForReady: true });
+    if (token !== '') metadata.set('authorization', serviceTokenMetadata(token));
+    return metadata;
+  };
   const unreachable = (path: string) => new RpcError(grpc.status.UNAVAILABLE, `${path}: UNAVAILABLE the service could not be reached within ${connectWait} ms`);
   const client: Record<string, unknown> = { close: () => channel.close() };
 
@@ -79,8 +128,7 @@ export function createClient<S extends GenServiceMethods>(
 
     if (method.methodKind === 'bidi_streaming') {
       client[method.localName] = () => {
-        const metadata = new grpc.Metadata();
-        metadata.setOptions({ waitForReady: true });
+        const metadata = callMetadata();
         const stream = channel.makeBidiStreamRequest(path, serialize, deserialize, metadata);
         // Unreachable: the stream breaks, so its calls fail (or go again) as after any break.
         guardReachable(channel, connectWait, () => stream.cancel());
@@ -91,8 +139,7 @@ export function createClient<S extends GenServiceMethods>(
 
     if (method.methodKind === 'server_streaming') {
       client[method.localName] = async function* (req: unknown, call: CallOptions = {}) {
-        const metadata = new grpc.Metadata();
-        metadata.setOptions({ waitForReady: true });
+        const metadata = callMetadata();
         injectTrace(metadata, context.active());
         const stream = channel.makeServerStreamRequest(path, serialize, deserialize, req as never, metadata, {
           deadline: Date.now() + (call.timeoutMs ?? defaultTimeout),
@@ -117,10 +164,7 @@ export function createClient<S extends GenServiceMethods>(
     client[method.localName] = (req: unknown, call: CallOptions = {}) =>
       withRpcSpan('client', service.typeName, method.name, context.active(), (_span, ctx) =>
         new Promise((resolve, reject) => {
-          const metadata = new grpc.Metadata();
-          // A service restarting (a rolling update) is waited for, within the call's deadline,
-          // instead of failing the call at once.
-          metadata.setOptions({ waitForReady: true });
+          const metadata = callMetadata();
           injectTrace(metadata, ctx);
           const pending = channel.makeUnaryRequest(
             path,

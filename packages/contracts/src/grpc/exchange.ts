@@ -112,6 +112,12 @@ export interface ExchangeClientOptions {
    * waiting (deadline, abort, a stream it stops reading), so the server stops its work too.
    */
   cancel?: (id: bigint) => object;
+  /**
+   * New calls go to a new stream once the current one is this old (default 30 s); the old one ends
+   * once its calls are answered. Each new stream is balanced afresh over the service's replicas
+   * (round-robin), so one caller's calls spread over every replica over time, new ones included.
+   */
+  rotateMs?: number;
 }
 
 /**
@@ -125,6 +131,9 @@ export class ExchangeClient<O extends Response> {
   readonly #resend: boolean;
   readonly #unsupportedRetryMs: number;
   readonly #cancel: ((id: bigint) => object) | undefined;
+  readonly #rotateMs: number;
+  /** When the current stream was opened. */
+  #openedAt = 0;
   readonly #pending = new Map<bigint, Pending<O>>();
   /** The stream new calls go to; a stream whose server announced its shutdown is no longer it. */
   #current: Duplex<O> | undefined;
@@ -142,6 +151,7 @@ export class ExchangeClient<O extends Response> {
     this.#resend = opts.resend;
     this.#unsupportedRetryMs = opts.unsupportedRetryMs ?? 30_000;
     this.#cancel = opts.cancel;
+    this.#rotateMs = opts.rotateMs ?? 30_000;
   }
 
   /** Sends one call (`build` makes its message from the id and trace context) and resolves with its response. */
@@ -277,9 +287,16 @@ export class ExchangeClient<O extends Response> {
   }
 
   #stream(): Duplex<O> {
+    if (this.#current && Date.now() - this.#openedAt >= this.#rotateMs) {
+      // Retired: later calls go to a new stream; this one ends once nothing waits on it.
+      const old = this.#current;
+      this.#current = undefined;
+      if (!this.#waitingOn(old)) old.end();
+    }
     if (this.#current) return this.#current;
     const stream = this.#open();
     this.#current = stream;
+    this.#openedAt = Date.now();
     let answered = false;
     /** A stream the server is retiring ends from our side once nothing waits on it. */
     const retireIfIdle = () => {
@@ -316,6 +333,12 @@ export class ExchangeClient<O extends Response> {
         // Refused before any call was taken: each may be made as a unary call instead.
         this.#unsupportedUntil = Date.now() + this.#unsupportedRetryMs;
         for (const [id, p] of unanswered) this.#settle(id, p, this.#unsupported('Exchange'));
+        return;
+      }
+      if (err?.code === status.UNAUTHENTICATED) {
+        // Refused for the service token: sending again cannot help; the calls fail as unary ones would.
+        const message = (err as { details?: string }).details ?? 'the service token was refused';
+        for (const [id, p] of unanswered) this.#settle(id, p, new RpcError(status.UNAUTHENTICATED, `/${this.#service}: UNAUTHENTICATED ${message}`));
         return;
       }
       if (!answered) this.#fruitless++;

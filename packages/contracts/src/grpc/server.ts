@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import type { DescMethod } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
@@ -11,6 +12,25 @@ import type { CallContext, ServiceImpl } from './types.ts';
 export interface AddServiceOptions {
   /** Called with every error that is not a domain error, so the service logs its cause. */
   onUnexpectedError?: (err: unknown, path: string) => void;
+  /**
+   * The shared service token (`SERVICE_TOKEN`): when set, a call whose `authorization` metadata is
+   * not `Bearer <token>` is refused UNAUTHENTICATED before its handler runs. Empty or absent: no check.
+   */
+  token?: string;
+}
+
+/** Whether a call's metadata carries the service token (compared in constant time). */
+function authorized(metadata: grpc.Metadata, expected: Buffer): boolean {
+  const given = metadata.get('authorization');
+  if (given.length !== 1 || typeof given[0] !== 'string') return false;
+  const value = Buffer.from(given[0]);
+  return value.length === expected.length && timingSafeEqual(value, expected);
+}
+
+/** The status of a call refused for its missing or wrong token; the message says what to set. */
+function unauthenticated(path: string, metadata: grpc.Metadata): Partial<grpc.StatusObject> {
+  const why = metadata.get('authorization').length === 0 ? 'carries no service token' : 'carries a wrong service token';
+  return { code: grpc.status.UNAUTHENTICATED, details: `${path}: the call ${why}; set SERVICE_TOKEN to the same value on every service`, metadata: new grpc.Metadata() };
 }
 
 type UnaryFn = (req: unknown, ctx: CallContext) => Promise<unknown>;
@@ -62,6 +82,9 @@ export function addService<S extends GenServiceMethods>(
     if (!(err instanceof GatewayError)) opts.onUnexpectedError?.(err, path);
   };
   const draining = drainOf(server).signal;
+  const expected = opts.token ? Buffer.from(`Bearer ${opts.token}`) : undefined;
+  /** The refusal of a call without the token, or undefined when it may go on. */
+  const refusal = (path: string, metadata: grpc.Metadata) => (expected && !authorized(metadata, expected) ? unauthenticated(path, metadata) : undefined);
 
   for (const method of service.methods as DescMethod[]) {
     const path = `/${service.typeName}/${method.name}`;
@@ -85,6 +108,8 @@ export function addService<S extends GenServiceMethods>(
       // No span for the stream itself: it lives as long as the connection. The handler traces
       // each message as the call it carries.
       handlers[method.localName] = (call: grpc.ServerDuplexStream<unknown, unknown>) => {
+        const refused = refusal(path, call.metadata);
+        if (refused) return void call.emit('error', refused);
         (fn as BidiFn).call(impl, call, callContext(call, draining, report)).then(
           () => {
             if (!call.cancelled) call.end();
@@ -100,6 +125,8 @@ export function addService<S extends GenServiceMethods>(
 
     handlers[method.localName] = streaming
       ? (call: grpc.ServerWritableStream<unknown, unknown>) => {
+          const refused = refusal(path, call.metadata);
+          if (refused) return void call.emit('error', refused);
           const ctx = callContext(call, draining, report);
           withRpcSpan('server', service.typeName, method.name, extractTrace(call.metadata), async () => {
             for await (const item of (fn as StreamFn).call(impl, call.request, ctx)) {
@@ -114,6 +141,8 @@ export function addService<S extends GenServiceMethods>(
           });
         }
       : (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+          const refused = refusal(path, call.metadata);
+          if (refused) return callback(refused);
           const ctx = callContext(call, draining, report);
           withRpcSpan('server', service.typeName, method.name, extractTrace(call.metadata), () =>
             (fn as UnaryFn).call(impl, call.request, ctx),
