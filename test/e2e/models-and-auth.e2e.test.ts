@@ -27,6 +27,8 @@ describe('GET /v1/models through the whole system', () => {
       body: JSON.stringify({ model: 'compat-sim-chat', messages: [{ role: 'user', content }] }),
     });
   const chat = (content: string) => chatAs(apiKey, content);
+  const sim = (method: string, path: string, body?: object) =>
+    fetch(`${system.simulatorUrl}${path}`, { method, ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
 
   beforeAll(async () => {
     system = await startTestSystem();
@@ -261,8 +263,6 @@ describe('GET /v1/models through the whole system', () => {
   }, 30_000);
 
   it('a model whose every route fails for several accounts leaves the listing and is refused at once with Retry-After, then returns', async () => {
-    const sim = (method: string, path: string, body?: object) =>
-      fetch(`${system.simulatorUrl}${path}`, { method, ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
     await sim('PUT', '/_sim/settings/compat/compat-sim-chat', { fault: '500' });
     try {
       // Failures of three accounts in the window: the route opens for the whole deployment.
