@@ -51,6 +51,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({
     // Every phase of a request is bounded in time: headers, body (also when it stops arriving), keep-alive.
     ...serverTimeoutOptions(timeouts),
+    trustProxy: deps.trustProxy ?? false,
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: DEFAULT_BODY_LIMIT,

@@ -26,6 +26,25 @@ const schema = z.object({
   KEY_CACHE_UNHEALTHY_TTL_MS: z.coerce.number().int().positive().default(KEY_CACHE_DEFAULTS.unhealthyTtlMs),
   /** How long billing's "no such key" is remembered (a key cannot be looked up before it exists but by guessing). */
   KEY_NEGATIVE_TTL_MS: z.coerce.number().int().positive().default(KEY_CACHE_DEFAULTS.negativeTtlMs),
+  /**
+   * The proxies in front whose `X-Forwarded-For` entries are believed (failed key lookups are
+   * counted per client address): `false` (none: the peer is the client), or their addresses, CIDRs
+   * or proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`), comma-separated. Behind an
+   * ingress without it, every client has the ingress's address and shares one count. Not `true`:
+   * that believes the leftmost entry, which the client writes itself.
+   */
+  GATEWAY_TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((value, ctx): false | string[] => {
+      const v = value.trim();
+      if (v === 'false' || v === '') return false;
+      if (v === 'true' || /^\d+$/.test(v)) {
+        ctx.addIssue({ code: 'custom', message: 'give the addresses or CIDRs of the proxies in front (e.g. uniquelocal), not true or a hop count' });
+        return z.NEVER;
+      }
+      return v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+    }),
   /** Lookups of keys that do not exist one client address may cause per minute; then 429 until the minute ends. */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(KEY_CACHE_DEFAULTS.failuresPerMinute),
   /** Time from a connection (or its previous request) to the end of the request headers. */

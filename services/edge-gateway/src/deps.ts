@@ -22,6 +22,8 @@ export interface GatewayDeps {
   catalogCache: CatalogCache;
   /** Request body bytes this replica holds at once, per account and in all, counted as they arrive. */
   bodyBudget: BytesBudget;
+  /** Fastify's `trustProxy`: none, or which proxies in front (`GATEWAY_TRUST_PROXY`); the client address counts failed key lookups. */
+  trustProxy?: false | string[];
   /** Time bounds of the phases of a request; `DEFAULT_HTTP_TIMEOUTS` for those not given. */
   httpTimeouts?: Partial<HttpTimeouts>;
   logger: FastifyBaseLogger;

@@ -97,6 +97,7 @@ const app = await buildApp({
   bodyBudget: new BytesBudget({ totalBytes: config.BODY_BUDGET_BYTES, perOwnerBytes: config.BODY_BUDGET_PER_ACCOUNT_BYTES }),
   logger,
   basePath: config.PUBLIC_BASE_PATH,
+  trustProxy: config.GATEWAY_TRUST_PROXY,
   httpTimeouts: {
     headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,

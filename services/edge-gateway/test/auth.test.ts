@@ -105,3 +105,19 @@ describe('failed key lookups (issue 20 finding 9)', () => {
     expect((await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(gw.keys.a) })).statusCode).toBe(200);
   });
 });
+
+const from = (client: string) => ({ ...bearer(generateApiKey()), 'x-forwarded-for': client });
+
+describe('client address behind a proxy (GATEWAY_TRUST_PROXY)', () => {
+  it('failed lookups are counted per forwarded client, not per proxy, when the proxy is trusted', async () => {
+    gw = await fakeGateway({ deps: { trustProxy: ['127.0.0.1'] }, keyCache: { failuresPerMinute: 2 } });
+    for (let i = 0; i < 2; i++) await gw.app.inject({ method: 'GET', url: '/v1/models', headers: from('203.0.113.7'), remoteAddress: '127.0.0.1' });
+    const third = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: from('203.0.113.7'), remoteAddress: '127.0.0.1' });
+    expect(third.json().error.code).toBe('rate_limit_exceeded');
+    const other = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: from('198.51.100.4'), remoteAddress: '127.0.0.1' });
+    expect(other.json().error.code).toBe('auth_invalid');
+    // An untrusted peer's X-Forwarded-For is not believed: it counts as itself.
+    const direct = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: from('198.51.100.4'), remoteAddress: '10.9.9.9' });
+    expect(direct.json().error.code).toBe('auth_invalid');
+  });
+});

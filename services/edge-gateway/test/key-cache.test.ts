@@ -144,3 +144,15 @@ describe('KeyCache: revocation fails closed (issue 20 finding 2)', () => {
     expect(new KeyCache(() => Promise.resolve(record), { ttlMs: 1 }).feedHealthy).toBe(false);
   });
 });
+
+describe('KeyCache: a throttled address', () => {
+  it('still re-checks a key known to exist (its entry expired), and refuses new lookups', async () => {
+    let now = 0;
+    const cache = new KeyCache((key) => (key[0] === 0xaa ? Promise.resolve(record) : unknown()), { ttlMs: 1_000, failuresPerMinute: 1, feedHealthy: true, now: () => now });
+    await cache.get(hash, '1.2.3.4');
+    expect(await codeOf(cache.get(h(1), '1.2.3.4'))).toBe('auth_invalid');
+    now = 2_000; // the known key's entry expired; the address is over its failures
+    expect(await cache.get(hash, '1.2.3.4')).toEqual(record);
+    expect(await codeOf(cache.get(h(2), '1.2.3.4'))).toBe('rate_limit_exceeded');
+  });
+});

@@ -117,7 +117,8 @@ export class KeyCache {
     }
     const inFlight = this.#pending.get(id);
     if (inFlight) return inFlight;
-    this.#assertNotThrottled(address, now);
+    // A key known to exist (its entry only expired) is re-checked whatever its address did.
+    if (!hit) this.#assertNotThrottled(address, now);
     const epoch = this.#epoch;
     const p = this.#lookup(hash)
       .then((record) => {
