@@ -96,9 +96,9 @@ export async function listActivity(em: EntityManager, q: ActivityQuery): Promise
           and (?::date is null or h.created_at >= (?::date)::timestamp at time zone ?)
           and (?::date is null or h.created_at < (?::date + 1)::timestamp at time zone ?)
           and (?::text is null or (h.created_at, h.request_id) < (select c.created_at, c.request_id from hold c where c.request_id = ?))
-        order by h.created_at desc, h.request_id desc
      ) a
      where (?::text is null or a.status = ?::text)
+     order by a.created_at desc, a.request_id desc
      limit ?`,
     [
       q.accountId,
