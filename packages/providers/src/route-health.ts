@@ -38,17 +38,21 @@ export interface RouteHealth {
 }
 
 /**
- * The old per-process rule, for the services whose routes have no shared health (media, video):
- * `failureThreshold` retryable failures in a row rest a route for `coolDownMs`; a success resets.
+ * The per-process rule, for the services whose routes have no shared health (media, video):
+ * `failureThreshold` retryable failures in a row, from at least `minAccounts` distinct accounts,
+ * rest a route for `coolDownMs`; a success resets. With `minAccounts` above 1, one account's
+ * failures (a prompt the provider refuses) never rest a route for the others.
  */
 export class LocalRouteHealth implements RouteHealth {
   readonly #threshold: number;
+  readonly #minAccounts: number;
   readonly #coolDownMs: number;
   readonly #now: () => number;
-  readonly #health = new Map<string, { failures: number; coolUntil: number }>();
+  readonly #health = new Map<string, { failures: number; accounts: Set<string>; coolUntil: number }>();
 
-  constructor(opts: { failureThreshold?: number; coolDownMs?: number; now?: () => number } = {}) {
+  constructor(opts: { failureThreshold?: number; minAccounts?: number; coolDownMs?: number; now?: () => number } = {}) {
     this.#threshold = opts.failureThreshold ?? 3;
+    this.#minAccounts = opts.minAccounts ?? 1;
     this.#coolDownMs = opts.coolDownMs ?? 30_000;
     this.#now = opts.now ?? Date.now;
   }
@@ -69,9 +73,10 @@ export class LocalRouteHealth implements RouteHealth {
       this.#health.delete(key);
       return;
     }
-    const health = this.#health.get(key) ?? { failures: 0, coolUntil: 0 };
+    const health = this.#health.get(key) ?? { failures: 0, accounts: new Set<string>(), coolUntil: 0 };
     health.failures += 1;
-    if (health.failures >= this.#threshold) health.coolUntil = this.#now() + this.#coolDownMs;
+    health.accounts.add(outcome.account);
+    if (health.failures >= this.#threshold && health.accounts.size >= this.#minAccounts) health.coolUntil = this.#now() + this.#coolDownMs;
     this.#health.set(key, health);
   }
 }

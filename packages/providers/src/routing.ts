@@ -17,6 +17,8 @@ export interface RouterOptions {
   health?: RouteHealth;
   /** For the local health: consecutive retryable failures after which a route cools down. Default 3. */
   failureThreshold?: number;
+  /** For the local health: distinct accounts those failures must come from. Default 1. */
+  minAccounts?: number;
   /** For the local health: how long a cooled-down route is skipped. Default 30 s. */
   coolDownMs?: number;
   /** Clock in ms (injected by tests). */
@@ -74,6 +76,7 @@ export class FallbackRouter {
       new LocalRouteHealth({
         now: this.#now,
         ...(opts.failureThreshold === undefined ? {} : { failureThreshold: opts.failureThreshold }),
+        ...(opts.minAccounts === undefined ? {} : { minAccounts: opts.minAccounts }),
         ...(opts.coolDownMs === undefined ? {} : { coolDownMs: opts.coolDownMs }),
       });
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../src/errors.ts';
 import { parseRetryAfter } from '../src/errors.ts';
-import { RouteHealthBoard, type Verdict } from '../src/route-health.ts';
+import { LocalRouteHealth, RouteHealthBoard, type Verdict } from '../src/route-health.ts';
 import { FallbackRouter, type Route } from '../src/routing.ts';
 
 const A: Route = { provider: 'a', upstreamModel: 'm', priority: 0, weight: 1 };
@@ -91,6 +91,20 @@ describe('RouteHealthBoard', () => {
     expect(b.weightFactors([A, B])[0]).toBe(1);
     now.t += 1_000;
     expect(b.weightFactors([A, B])[0]).toBeCloseTo(0.25);
+  });
+});
+
+describe('LocalRouteHealth (media, video: per process)', () => {
+  it('with minAccounts, failures in a row of one account rest nothing; of two accounts, the route rests', () => {
+    const now = { t: 1_000_000 };
+    const health = new LocalRouteHealth({ failureThreshold: 3, minAccounts: 2, coolDownMs: 30_000, now: () => now.t });
+    for (let i = 0; i < 25; i++) health.record({ route: A, ok: false, account: 'one', latencyMs: 5, error: failure() });
+    expect(health.usable(A)).toBe(true);
+    health.record({ route: A, ok: false, account: 'two', latencyMs: 5, error: failure() });
+    expect(health.usable(A)).toBe(false);
+    expect(health.retryAfterSeconds([A])).toBe(30);
+    now.t += 30_000;
+    expect(health.usable(A)).toBe(true);
   });
 });
 

@@ -13,6 +13,8 @@ const env = loadConfig(
   z.object({
     /** Consecutive upstream failures after which a route cools down. */
     ROUTE_FAILURE_THRESHOLD: z.coerce.number().int().positive().default(3),
+    /** Distinct accounts those failures must come from: one account's failures rest no route for the others. */
+    ROUTE_MIN_ACCOUNTS: z.coerce.number().int().positive().default(2),
     ROUTE_COOL_DOWN_MS: z.coerce.number().int().positive().default(30_000),
     /** Largest image downloaded when a provider answers with a URL. */
     IMAGE_DOWNLOAD_MAX_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
@@ -32,7 +34,7 @@ const env = loadConfig(
   }),
 );
 const providers = ProviderRegistry.fromEnv();
-const router = new FallbackRouter({ failureThreshold: env.ROUTE_FAILURE_THRESHOLD, coolDownMs: env.ROUTE_COOL_DOWN_MS });
+const router = new FallbackRouter({ failureThreshold: env.ROUTE_FAILURE_THRESHOLD, minAccounts: env.ROUTE_MIN_ACCOUNTS, coolDownMs: env.ROUTE_COOL_DOWN_MS });
 const now = () => new Date();
 // Leases are judged once this process has been up for a lease: runs of a peer that kept
 // renewing meanwhile are not taken for orphans by a media that just (re)started.

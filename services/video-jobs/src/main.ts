@@ -26,7 +26,8 @@ await runGrpcService({
     if (config.CLOCK_OFFSET_MS !== 0) logger.warn({ offsetMs: config.CLOCK_OFFSET_MS }, 'the service clock is shifted (CLOCK_OFFSET_MS)');
     const billing = createClient(billingV1.BillingService, config.BILLING_ADDR, { defaultTimeoutMs: config.BILLING_TIMEOUT_MS });
     // One view of route health: jobs are not created (nor charged) while every route of their model cools down.
-    const router = new FallbackRouter();
+    // One account's failing jobs rest no route for the others: failures of two accounts at least.
+    const router = new FallbackRouter({ minAccounts: 2 });
     const creator = new JobCreator({ orm, billing, clock, logger, router });
     const driver = new JobDriver({
       orm,

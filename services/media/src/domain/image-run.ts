@@ -150,7 +150,7 @@ export async function runImageJob(deps: RunDeps, req: mediaV1.RunImageJobRequest
   }, Math.max(1, Math.floor((deps.claimLeaseMs ?? 60_000) / 3)));
   let produced: Produced;
   try {
-    produced = await deps.router.withFallback(req.routes, (route) => attempt(deps, call, route, signal), { signal });
+    produced = await deps.router.withFallback(req.routes, (route) => attempt(deps, call, route, signal), { signal, account: req.accountId });
   } catch (err) {
     clearInterval(renewal);
     await abandonImageJob(deps.orm.em.fork(), job, deps.now()).catch((abandonErr: unknown) =>

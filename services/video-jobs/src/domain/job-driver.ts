@@ -118,7 +118,7 @@ export class JobDriver {
         },
         // Only a job's first try counts toward the routes' health: a job whose own request keeps
         // failing would otherwise keep the model cooling down for every other account's jobs.
-        { signal, countFailures: job.attempts === 0 },
+        { signal, countFailures: job.attempts === 0, account: job.accountId },
       );
       const now = clock();
       await recordSubmitted(orm.em, leased, now, {
