@@ -149,9 +149,12 @@ describe('text protocols through the whole system, with the official SDKs', () =
       const res = await post(path, body, poor.apiKey);
       expect([path, res.status, res.body.error.code]).toEqual([path, 400, 'invalid_request']);
     }
-    // Natively the same responses body is the provider's to judge: it goes on to the hold (402 here).
+    // Natively too: provider-side state is refused whatever the route (pass-through policy).
     const native = await post('/responses', { model: 'gpt-sim-mini', input: 'hi', previous_response_id: 'resp_123' }, poor.apiKey);
-    expect([native.status, native.body.error.code]).toEqual([402, 'insufficient_balance']);
+    expect([native.status, native.body.error.code]).toEqual([400, 'invalid_request']);
+    // A new field the gateway does not know is the provider's to judge: it goes on to the hold (402 here).
+    const unknown = await post('/responses', { model: 'gpt-sim-mini', input: 'hi', some_new_field: { a: 1 } }, poor.apiKey);
+    expect([unknown.status, unknown.body.error.code]).toEqual([402, 'insufficient_balance']);
     expect(await balanceOf(system, poor.accountId)).toBe(1);
   });
 

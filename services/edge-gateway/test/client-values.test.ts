@@ -63,3 +63,20 @@ describe('client values in headers', () => {
     expect(headerList(Array.from({ length: 100 }, () => 'y'.repeat(60))).length).toBeLessThanOrEqual(1_024 + 9);
   });
 });
+
+describe('pass-through policy at the edge (order of checks step 4)', () => {
+  it.each([
+    ['/v1/responses', { model: 'm', input: 'hi', previous_response_id: 'resp_1' }, /previous_response_id is not supported/],
+    ['/v1/responses', { model: 'm', input: 'hi', prompt: { id: 'pmpt_1' } }, /stored prompt template/],
+    ['/v1/messages', { model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }], container: 'c_1' }, /container is not supported/],
+  ])('%s with provider-side state is 400 before the hold', async (url, payload, message) => {
+    const res = await post(url, payload);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toEqual({ code: 'invalid_request', message: expect.stringMatching(message) });
+  });
+
+  it('dropped fields do not refuse: the request goes on to the hold', async () => {
+    const res = await post('/v1/responses', { model: 'm', input: 'hi', store: true, metadata: { a: 'b' }, user: 'u', safety_identifier: 's' });
+    expect(res.json().error.code).toBe('insufficient_balance');
+  });
+});

@@ -2,6 +2,7 @@ import { catalogV1, textV1 } from '@gw/contracts';
 import { create } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import {
+  applyPassthroughPolicy,
   attachService,
   estimateInputTokensUpperBound,
   maxOutputTokens,
@@ -90,11 +91,18 @@ const DIALECTS = new Set<string>(['chat', 'messages', 'responses', 'gemini']);
 /**
  * A body that no route of its model can be sent is refused now, as step 4 (`invalid_request`),
  * not after the hold, where the text service would find it and a client short of credits would
- * hear 402 first. Only when no route takes it as it is (a pass-through refuses nothing): the
- * body is then translated once per dialect its routes speak, and refused when every one fails.
+ * hear 402 first. A reference to provider-side state is refused for every route (the pass-through
+ * policy, docs/clients-passthrough.md). Otherwise only when no route takes the body as it is: it
+ * is then translated once per dialect its routes speak, and refused when every one fails.
  * Routes whose provider's dialects the catalog did not say are left to the text service.
  */
 export function assertTranslatable(dialect: ClientDialect, body: Json, model: ResolvedModel): void {
+  try {
+    applyPassthroughPolicy(dialect, { ...body });
+  } catch (err) {
+    if (err instanceof TranslateError) throw new GatewayError('invalid_request', err.message);
+    throw err;
+  }
   const targets = new Set<Dialect>();
   for (const route of model.routes) {
     const to = upstreamDialect(route.textDialects.filter((d): d is Dialect => DIALECTS.has(d)), dialect);
