@@ -33,6 +33,16 @@ const SCHEMA = {
 const RUN_TIMEOUT_MS = 150_000;
 vi.setConfig({ testTimeout: RUN_TIMEOUT_MS + 10_000 });
 
+/**
+ * Reasoning round trips that do not work yet across protocols (the translation side, not the
+ * clients): these checks are marked as failing, so the suite says so and turns red once they work
+ * (then drop the entry).
+ */
+const REASONING_GAPS = {
+  claudeCodeToGemini: 'the Gemini thought and its thoughtSignature are not sent back with the function call',
+  codexToClaude: "Claude's thinking does not reach a Responses client as a reasoning item",
+};
+
 let gw: ClientSystem;
 const scratch: string[] = [];
 /** A fresh directory: each run gets its own home (no user config, no shared state) and work dir. */
@@ -49,6 +59,14 @@ afterAll(async () => {
   await gw?.system.stop();
   for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
 });
+
+/** The upstream requests the simulator received since the last `clearUpstream()`, oldest first. */
+async function upstreamRequests(): Promise<Array<{ provider: string; path: string; body: Record<string, unknown> }>> {
+  const res = await fetch(`${gw.system.simulatorUrl}/_sim/requests?limit=500`);
+  const { requests } = (await res.json()) as { requests: Array<{ seq: number; provider: string; path: string; body: Record<string, unknown> }> };
+  return requests.sort((x, y) => x.seq - y.seq).filter((r) => /\/messages$|\/responses$|\/chat\/completions$|:(stream)?generateContent$/i.test(r.path.split('?')[0]!));
+}
+const clearUpstream = () => fetch(`${gw.system.simulatorUrl}/_sim/requests`, { method: 'DELETE' });
 
 /** Runs a CLI to its end with only the given environment (and PATH); stdout, stderr, exit code. */
 function runCli(script: string, args: string[], env: Record<string, string>, cwd: string): Promise<{ stdout: string; stderr: string; code: number }> {
@@ -84,10 +102,10 @@ const json = async (model: string, ...args: string[]) => JSON.parse(await claude
 
 describe('Claude Code (claude -p)', () => {
   describe.each([
-    ['native', 'claude-sonnet-4-5'],
-    ['to OpenAI', 'gpt-5-mini'],
-    ['to Google', 'gemini-2.5-flash'],
-  ])('%s (%s)', (_direction, model) => {
+    ['native', 'claude-sonnet-4-5', undefined],
+    ['to OpenAI', 'gpt-5-mini', undefined],
+    ['to Google', 'gemini-2.5-flash', REASONING_GAPS.claudeCodeToGemini],
+  ])('%s (%s)', (_direction, model, reasoningGap) => {
     it('answers a prompt, with usage', async () => {
       const res = await json(model, 'Say hello.');
       expect(res.is_error).toBe(false);
@@ -111,6 +129,19 @@ describe('Claude Code (claude -p)', () => {
       expect(res.is_error).toBe(false);
       expect(res.num_turns).toBe(2);
       expect(res.result).toMatch(/^Simulated reply using the tool result/);
+    });
+
+    (reasoningGap ? it.fails : it)(`keeps its thinking across a tool loop: the thinking of the tool call goes back upstream with the tool result${reasoningGap ? ` (known gap: ${reasoningGap})` : ''}`, async () => {
+      await clearUpstream();
+      const res = await json(model, 'Think, then list the files here. [[sim:reasoning; tool=Glob]]', '--allowedTools', 'Glob');
+      expect(res.is_error).toBe(false);
+      expect(res.result).toMatch(/^Simulated reply using the tool result/);
+      const upstream = await upstreamRequests();
+      expect(upstream.length).toBeGreaterThanOrEqual(2);
+      const last = upstream.at(-1)!;
+      // An OpenAI chat upstream answers reasoning as a token count only: nothing to carry back.
+      // Anthropic thinking blocks (with their signature) and Gemini thoughts (with theirs) go back.
+      if (!last.path.endsWith('/chat/completions')) expect(JSON.stringify(last.body)).toMatch(/"type":"thinking"|"thoughtSignature"|"thought_signature"/);
     });
 
     it('returns structured output (--json-schema)', async () => {
@@ -150,6 +181,7 @@ const codex = async (model: string, prompt: string, ...args: string[]) => {
   const failed = events.filter((e) => e.type === 'turn.failed' || e.type === 'error');
   expect(failed).toEqual([]);
   return {
+    items: events.filter((e) => e.type === 'item.completed').map((e) => e.item!.type),
     messages: events.filter((e) => e.type === 'item.completed' && e.item?.type === 'agent_message').map((e) => e.item!.text!),
     usage: events.find((e) => e.type === 'turn.completed')?.usage,
   };
@@ -157,9 +189,9 @@ const codex = async (model: string, prompt: string, ...args: string[]) => {
 
 describe('Codex CLI (codex exec, Responses API)', () => {
   describe.each([
-    ['native', 'gpt-5-codex'],
-    ['to Claude', 'claude-sonnet-4-5'],
-  ])('%s (%s)', (_direction, model) => {
+    ['native', 'gpt-5-codex', undefined],
+    ['to Claude', 'claude-sonnet-4-5', REASONING_GAPS.codexToClaude],
+  ])('%s (%s)', (_direction, model, reasoningGap) => {
     it('answers a prompt (streamed Responses), with usage', async () => {
       const res = await codex(model, 'Say hello.');
       expect(res.messages.at(-1)).toMatch(/^Simulated reply/);
@@ -170,6 +202,16 @@ describe('Codex CLI (codex exec, Responses API)', () => {
     it('runs a tool loop with its own tool (get_goal) and answers from the result', async () => {
       const res = await codex(model, 'What is the goal? [[sim:tool=get_goal]]');
       expect(res.messages.at(-1)).toMatch(/^Simulated reply using the tool result: \{"goal"/);
+    });
+
+    (reasoningGap ? it.fails : it)(`keeps encrypted reasoning across a tool loop (store: false, reasoning sent back)${reasoningGap ? ` (known gap: ${reasoningGap})` : ''}`, async () => {
+      await clearUpstream();
+      const res = await codex(model, 'What is the goal? [[sim:reasoning; tool=get_goal]]');
+      expect(res.messages.at(-1)).toMatch(/^Simulated reply using the tool result: \{"goal"/);
+      expect(res.items).toContain('reasoning');
+      const upstream = await upstreamRequests();
+      // Sent back as it came: a Responses reasoning item with its encrypted content, or an Anthropic thinking block with its signature.
+      expect(JSON.stringify(upstream.at(-1)!.body)).toMatch(/"encrypted_content"|"type":"thinking"/);
     });
 
     it('returns structured output (--output-schema)', async () => {
