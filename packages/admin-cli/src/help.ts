@@ -75,7 +75,11 @@ type Route = { provider: string; upstream_model: string; priority: number; weigh
 
 /** How results read as text: the columns of the model table and routes as `provider:model`. */
 export const VIEW: View = {
-  columns: { models: ['id', 'kind', 'enabled', 'price_credit_per_unit', 'aliases', 'routes'] },
+  columns: {
+    models: ['id', 'kind', 'enabled', 'price_credit_per_unit', 'aliases', 'routes'],
+    // `routes health` (--json has every field).
+    routes: ['provider', 'upstream_model', 'state', 'reason', 'since', 'next_probe_at', 'requests', 'error_rate', 'failing_accounts', 'latency_p50_ms', 'latency_p99_ms', 'last_error'],
+  },
   format: {
     routes: (v) =>
       Array.isArray(v) && v.length > 0
