@@ -9,6 +9,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 //   integration  tests beside their package that use the run's Postgres or NATS, or start a process.
 //   e2e          whole-system tests under `test/` (`test/e2e`, `test/clients`, any new folder there).
 //   deploy       `test/deploy`: images, compose file and chart.
+//   faults       `test/faults`: replicas killed and hung, services, NATS and Postgres restarted under
+//                paid traffic (`pnpm test:faults`).
 // The lanes with infrastructure run `test/global-setup.ts`, which gives each run a fresh database.
 
 const root = import.meta.dirname;
@@ -49,8 +51,10 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'unit', include: [...besideCode, ...tooling], exclude: [...configDefaults.exclude, ...integration] } },
       { extends: true, test: { name: 'integration', include: integration, globalSetup: setup } },
-      { extends: true, test: { name: 'e2e', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/deploy/**', ...tooling], globalSetup: setup } },
+      { extends: true, test: { name: 'e2e', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/deploy/**', 'test/faults/**', ...tooling], globalSetup: setup } },
       { extends: true, test: { name: 'deploy', include: ['test/deploy/**/*.test.ts'], globalSetup: setup } },
+      // One file at a time: each starts a whole system (several replicas) and kills parts of it.
+      { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'], globalSetup: setup, fileParallelism: false } },
     ],
   },
 });

@@ -1,0 +1,145 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { ROOT, simulatorProviders, stopChild, waitForReadyFile, type RunningSystem, type ServiceName } from '../../scripts/system.ts';
+
+/** One more process of a service, started by the test (killed, stopped and restarted by it too). */
+export interface Replica {
+  name: ServiceName;
+  child: ChildProcess;
+  /** `127.0.0.1:port` for gRPC services, the base URL for the gateway. */
+  address: string;
+  env: Record<string, string>;
+  /** Starts it again with the same settings (its port included) after it died or was killed. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const logDir = mkdtempSync(join(tmpdir(), 'gw-faults-'));
+let count = 0;
+
+/**
+ * Starts a process of `name` beside a running system, on the system's database, NATS and events
+ * namespace: a replica as a cluster runs it. `env` adds to (or overrides) its settings.
+ */
+export async function startReplica(system: RunningSystem, name: ServiceName, opts: { natsUrl: string; namespace: string; env?: Record<string, string> }): Promise<Replica> {
+  const instance = `${name}-${++count}`;
+  const readyFile = join(logDir, `${instance}.ready`);
+  const grpc = name !== 'edge-gateway' && name !== 'console' && name !== 'provider-simulator';
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    NODE_ENV: 'development',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    DATABASE_URL: system.databaseUrl,
+    NATS_URL: opts.natsUrl,
+    EVENTS_NAMESPACE: opts.namespace,
+    MIGRATE_ON_START: 'true',
+    PROVIDERS: simulatorProviders(system.simulatorUrl),
+    ...(grpc ? { GRPC_HOST: '127.0.0.1', GRPC_PORT: '0' } : { GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' }),
+    ...opts.env,
+  };
+  const replica: Replica = {
+    name,
+    child: undefined as unknown as ChildProcess,
+    address: '',
+    env,
+    async restart() {
+      await launch();
+    },
+    stop: () => stopChild(replica.child, 15_000),
+  };
+  async function launch(): Promise<void> {
+    if (existsSync(readyFile)) rmSync(readyFile);
+    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...env, READY_FILE: readyFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const log = createWriteStream(join(logDir, `${instance}.log`), { flags: 'a' });
+    child.stdout!.pipe(log);
+    child.stderr!.pipe(log);
+    replica.child = child;
+    replica.address = await waitForReadyFile(readyFile, child, instance, 60_000);
+    // A restart keeps the address it had, as a pod's successor keeps its Service.
+    if (grpc) env.GRPC_PORT = replica.address.slice(replica.address.lastIndexOf(':') + 1);
+    else env.GATEWAY_PORT = new URL(replica.address).port;
+  }
+  await launch();
+  return replica;
+}
+
+/** Kills a process with -9 and resolves once it is gone. */
+export async function kill9(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** Runs one query on the system's database. */
+async function query<T>(system: RunningSystem, sql: string): Promise<T[]> {
+  const client = new Client({ connectionString: system.databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+/** Open holds left in billing, with the credits they hold. */
+export async function openHolds(system: RunningSystem): Promise<number> {
+  const [row] = await query<{ n: string }>(system, `select count(*) as n from billing.hold where status = 'open'`);
+  return Number(row!.n);
+}
+
+interface Outcome {
+  status: number;
+  charged: number;
+  code?: string;
+  startedAt: number;
+  ms: number;
+  via: string;
+}
+
+/**
+ * Paid chat traffic: `clients` loops, each sending through the gateways in turn, until `stop()`.
+ * Each answer is recorded with its status, the credits it says it charged, and when it was sent.
+ */
+export function paidTraffic(gateways: () => string[], apiKey: string, clients: number): { outcomes: Outcome[]; stop(): Promise<void> } {
+  const outcomes: Outcome[] = [];
+  const state = { stop: false };
+  let turn = 0;
+  const loop = async () => {
+    while (!state.stop) {
+      const list = gateways();
+      const via = list[turn++ % list.length]!;
+      const startedAt = Date.now();
+      try {
+        const res = await fetch(`${via}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'gpt-sim-mini', max_tokens: 16, messages: [{ role: 'user', content: 'through the faults' }] }),
+          signal: AbortSignal.timeout(60_000),
+        });
+        const body = (await res.json()) as { service?: { credit_charged: number }; error?: { code: string } };
+        outcomes.push({ status: res.status, charged: body.service?.credit_charged ?? 0, ...(body.error ? { code: body.error.code } : {}), startedAt, ms: Date.now() - startedAt, via });
+      } catch (err) {
+        // The gateway itself went away mid-answer: nothing acknowledged, recorded as status 0.
+        outcomes.push({ status: 0, charged: 0, code: (err as Error).name, startedAt, ms: Date.now() - startedAt, via });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  };
+  const loops = Array.from({ length: clients }, loop);
+  return {
+    outcomes,
+    async stop() {
+      state.stop = true;
+      await Promise.all(loops);
+    },
+  };
+}
