@@ -118,6 +118,27 @@ describe('request intake bounded in time and bytes (issue 20 finding 1)', () => 
     expect(gw.deps.bodyBudget.used()).toBe(0);
   });
 
+  it.each([
+    ['refused by auth', '/v1/chat/completions', 'Bearer nope', /^HTTP\/1\.1 401 /],
+    ['to no route', '/v1/no-such-route', 'Bearer KEY', /^HTTP\/1\.1 404 /],
+    ['to no route outside the API', '/elsewhere', 'Bearer KEY', /^HTTP\/1\.1 404 /],
+  ])('a request %s is answered at once and its connection closed, its declared body never awaited', async (_name, path, auth, status) => {
+    gw = await fakeGateway();
+    const port = await listen(gw);
+    const request = `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.replace('KEY', gw.keys.a)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`;
+    const { text } = await rawRequest(port, request).received; // resolves when the server closes it
+    expect(text).toMatch(status);
+    expect(text.toLowerCase()).toContain('connection: close');
+  });
+
+  it('an error after the whole body was read keeps the connection', async () => {
+    gw = await fakeGateway();
+    const port = await listen(gw);
+    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.keys.a}`, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('connection')).toBe('keep-alive');
+  });
+
   it('headers that never finish are cut by the headers timeout', async () => {
     gw = await fakeGateway({ deps: { httpTimeouts: { headersTimeoutMs: 300 } } });
     const port = await listen(gw);

@@ -4,6 +4,7 @@ import { status } from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { quoteClientValue } from '../http/quote.ts';
 import { JSON_BOUND_TEXT, OUT_OF_BOUNDS, PROTO_KEY, type JsonBound } from '../http/json-body.ts';
 
 /**
@@ -26,6 +27,9 @@ export function sendError(reply: FastifyReply, err: GatewayError): FastifyReply 
   if (!shouldRetry(err.code)) reply.header('x-should-retry', 'false');
   const retryAfter = retryAfterSeconds(err);
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
+  // Refused before its body was read (auth, rate limit, no route...): the body will not be read,
+  // so the connection cannot carry another request; closed instead of waiting for the rest.
+  if (!reply.request.raw.complete) reply.header('connection', 'close');
   return reply.code(err.httpStatus).type('application/json').send(publicBody(err));
 }
 
@@ -64,6 +68,9 @@ function clientError(err: FastifyError, bodyLimit: number, help: { tooLarge?: st
  */
 type CheckBefore = (request: FastifyRequest) => Promise<void>;
 
+const notFound = (request: FastifyRequest, reply: FastifyReply) =>
+  sendError(reply, new GatewayError('not_found', `No route for ${request.method} ${quoteClientValue(request.url.split('?')[0], 128)}.`));
+
 /**
  * Every failure leaves in the spec's `{error:{code,message}}` shape with a code from its closed
  * set: domain errors as they are, client errors as `invalid_request`, unknown routes as
@@ -89,9 +96,14 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, c
     request.log.error({ err }, 'request failed unexpectedly');
     return sendError(reply, new GatewayError('upstream_error', 'The request could not be completed. It was not charged.'));
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new GatewayError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  // Answered as soon as the request line is read: a body sent to no route is never read (it was,
+  // up to 1 MiB and in no budget, for as long as the client took to send it).
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.is404) return;
+    reply.header('x-request-id', request.id);
+    await notFound(request, reply);
+  });
+  app.setNotFoundHandler(notFound);
 }
 
 /**
