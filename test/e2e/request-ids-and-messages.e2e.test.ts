@@ -49,8 +49,8 @@ describe('one request id end to end, and error messages that say what to do', ()
     expect(activity.items[0]).toMatchObject({ requestId: id, clientRequestId: 'client-trace-0001', keyId, endpoint: 'chat/completions', model: 'gpt-sim-mini', status: 'succeeded' });
     expect(activity.items[0]!.credits).toBe(usage.records[0]!.credits);
 
-    const cli = (await admin(system, 'usage', '--key', keyId)) as { records: Array<{ request_id: string }> };
-    expect(cli.records.map((r) => r.request_id)).toEqual([id]);
+    const cli = (await admin(system, 'usage', '--key', keyId)) as { records: Array<{ request_id: string; client_request_id: string }> };
+    expect(cli.records.map((r) => [r.request_id, r.client_request_id])).toEqual([[id, 'client-trace-0001']]);
 
     // Without a client id, the record has none; a malformed one is not recorded.
     const plain = await chat(apiKey, {}, { 'x-request-id': 'no spaces allowed' });

@@ -116,6 +116,8 @@ export function billingOpsCommands(program: Command, run: Run): void {
           key_id: o.key,
           records: res.records.map((r) => ({
             request_id: r.requestId,
+            // The x-request-id the client sent, when it sent one (request_id is always ours).
+            client_request_id: r.clientRequestId,
             model: r.model,
             endpoint: r.endpoint,
             input_tokens: r.inputTokens,
