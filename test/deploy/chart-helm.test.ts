@@ -127,7 +127,8 @@ describe('helm lint and helm template', () => {
     const core = SERVICES.filter((s) => !s.optional);
     const deployments = ofKind(objs, 'Deployment');
     expect(deployments.map((d) => d.metadata.name).sort()).toEqual(core.map((s) => `${PREFIX}-${s.name}`).sort());
-    expect(ofKind(objs, 'Secret')).toEqual([]);
+    // The one Secret the chart makes itself: the service token (secrets of the operator's are referenced).
+    expect(ofKind(objs, 'Secret').map((x) => x.metadata.name)).toEqual([`${PREFIX}-service-token`]);
     expect(ofKind(objs, 'Ingress')).toEqual([]);
     expect(ofKind(objs, 'ServiceMonitor')).toEqual([]);
 
@@ -161,7 +162,7 @@ describe('helm lint and helm template', () => {
       const config = named(objs, 'ConfigMap', configName!).data!;
       for (const e of c!.env ?? []) {
         expect(e.value, `${s.name} ${e.name} must come from a Secret`).toBeUndefined();
-        expect(['gateway-database', 'gateway-providers']).toContain(e.valueFrom!.secretKeyRef.name);
+        expect(['gateway-database', 'gateway-providers', `${PREFIX}-service-token`]).toContain(e.valueFrom!.secretKeyRef.name);
       }
       expect((c!.env ?? []).some((e) => e.name === 'DATABASE_URL')).toBe(s.database);
       expect(config.MIGRATE_ON_START).toBe(s.database ? 'false' : undefined);
@@ -183,13 +184,38 @@ describe('helm lint and helm template', () => {
       for (const p of service.spec.ports) expect(c!.ports?.map((x) => x.name)).toContain(p.targetPort);
     }
 
-    // The gateway reaches every gRPC service through its Service, at the Service's port.
+    // The gateway reaches every gRPC service through its headless Service (every pod's address,
+    // balanced round-robin by the gateway itself), at the Service's port.
     const gatewayConfig = named(objs, 'ConfigMap', `${PREFIX}-edge-gateway`).data!;
     for (const callee of facts('edge-gateway').calls) {
       const variable = `${callee.toUpperCase().replaceAll('-', '_')}_ADDR`;
       const service = named(objs, 'Service', `${PREFIX}-${callee}`);
-      expect(gatewayConfig[variable]).toBe(`${PREFIX}-${callee}.${NAMESPACE}.svc:${service.spec.ports[0]!.port}`);
+      const headless = named(objs, 'Service', `${PREFIX}-${callee}-headless`);
+      expect(headless.spec.clusterIP).toBe('None');
+      expect(headless.spec.selector).toEqual(service.spec.selector);
+      expect(headless.spec.ports[0]!.port).toBe(service.spec.ports[0]!.port);
+      expect(gatewayConfig[variable]).toBe(`dns:///${PREFIX}-${callee}-headless.${NAMESPACE}.svc:${service.spec.ports[0]!.port}`);
     }
+    // Without client-side balancing, through the ClusterIP Service as before.
+    const plain = named(render(nested({ 'grpc.clientLoadBalancing': false })), 'ConfigMap', `${PREFIX}-edge-gateway`).data!;
+    expect(plain.BILLING_ADDR).toBe(`${PREFIX}-billing.${NAMESPACE}.svc:50051`);
+  });
+
+  it.skipIf(!hasHelm)('turns the service token on by default: a generated Secret every service reads SERVICE_TOKEN from; an existing one instead; off on request', () => {
+    const objs = render();
+    const secret = named(objs, 'Secret', `${PREFIX}-service-token`);
+    expect(secret.metadata.annotations).toMatchObject({ 'helm.sh/resource-policy': 'keep' });
+    expect(Buffer.from((secret as unknown as { data: Record<string, string> }).data.SERVICE_TOKEN!, 'base64').toString().length).toBe(48);
+    const tokenOf = (list: K8sObject[], name: string) => named(list, 'Deployment', `${PREFIX}-${name}`).spec.template.spec.containers[0]!.env?.find((e) => e.name === 'SERVICE_TOKEN');
+    for (const s of SERVICES.filter((x) => !x.optional)) {
+      expect(tokenOf(objs, s.name)?.valueFrom?.secretKeyRef, s.name).toMatchObject({ name: `${PREFIX}-service-token`, key: 'SERVICE_TOKEN' });
+    }
+    const own = render(nested({ 'serviceToken.existingSecret': 'my-token', 'serviceToken.key': 'TOKEN' }));
+    expect(own.find((o) => o.kind === 'Secret' && o.metadata.name === `${PREFIX}-service-token`)).toBeUndefined();
+    expect(tokenOf(own, 'billing')?.valueFrom?.secretKeyRef).toMatchObject({ name: 'my-token', key: 'TOKEN' });
+    const off = render(nested({ 'serviceToken.enabled': false }));
+    expect(tokenOf(off, 'billing')).toBeUndefined();
+    expect(off.find((o) => o.kind === 'Secret' && o.metadata.name === `${PREFIX}-service-token`)).toBeUndefined();
   });
 
   it.skipIf(!hasHelm)('renders one migration hook Job per schema, from the service image, before install and upgrade', () => {
@@ -302,7 +328,7 @@ describe('helm lint and helm template', () => {
       expect(componentsOf(egress.flatMap((r) => r.to ?? []))).toContain('provider-simulator');
     }
     const console = named(objs, 'Deployment', `${PREFIX}-console`).spec.template.spec.containers[0]!;
-    expect(console.env?.map((e) => `${e.name}<-${e.valueFrom?.secretKeyRef.name}`).sort()).toEqual(['DATABASE_URL<-gateway-database', 'SESSION_SECRET<-gateway-console']);
+    expect(console.env?.map((e) => `${e.name}<-${e.valueFrom?.secretKeyRef.name}`).sort()).toEqual(['DATABASE_URL<-gateway-database', `SERVICE_TOKEN<-${PREFIX}-service-token`, 'SESSION_SECRET<-gateway-console']);
     // The operator endpoint's token comes from a Secret when one is named (it is off otherwise).
     const withToken = render(nested({ ...EVERYTHING_ENABLED, 'console.adminToken.existingSecret': 'gateway-console' }));
     const tokenEnv = named(withToken, 'Deployment', `${PREFIX}-console`).spec.template.spec.containers[0]!.env?.find((e) => e.name === 'CONSOLE_ADMIN_TOKEN');

@@ -78,6 +78,8 @@ describe('chart templates (static)', () => {
     const includes = [...text.matchAll(/\(include "([\w.]+)" \$c\)/g)].map((m) => m[1]);
     const f = facts(name);
     const expected = ['gg.configmap', 'gg.deployment', 'gg.service', 'gg.networkPolicy'];
+    // gRPC services also get a headless Service: their callers balance over the pods (grpc.clientLoadBalancing).
+    if (f.protocol === 'grpc') expected.push('gg.headlessService');
     if (name !== 'provider-simulator') expected.push('gg.hpa', 'gg.pdb', 'gg.serviceMonitor');
     if (f.database) expected.push('gg.migrationJob');
     expect(includes.sort()).toEqual(expected.sort());

@@ -23,6 +23,12 @@ const serviceEnv = z.object({
   DB_POOL_MAX: z.coerce.number().int().positive().default(10),
   /** Apply pending migrations at start (a deployment may run them as a separate job instead). */
   MIGRATE_ON_START: envBool(true),
+  /**
+   * Callers' connections are asked to close (GOAWAY) after this long, so they look the replicas up
+   * again (DNS) and spread over pods added since; calls in flight finish (up to CONNECTION_GRACE_MS).
+   * 0: never.
+   */
+  GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().min(0).default(0),
 });
 export type ServiceEnv = z.infer<typeof serviceEnv>;
 
@@ -31,6 +37,9 @@ export type ServiceEnv = z.infer<typeof serviceEnv>;
  * in its call, with room for the call's other fields.
  */
 const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
+
+/** How long calls in flight on a connection past its age may finish: longer than the longest call (a Generate's 11 minutes). */
+const CONNECTION_GRACE_MS = 15 * 60_000;
 
 /** What a service's `register` gets to build its handlers and background work. */
 export interface ServiceContext {
@@ -126,7 +135,12 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
     });
   }
 
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    ...(env.GRPC_MAX_CONNECTION_AGE_MS > 0
+      ? { 'grpc.max_connection_age_ms': env.GRPC_MAX_CONNECTION_AGE_MS, 'grpc.max_connection_age_grace_ms': CONNECTION_GRACE_MS }
+      : {}),
+  });
   const health = new HealthState();
   addHealthService(server, health);
   const ctx: ServiceContext = {

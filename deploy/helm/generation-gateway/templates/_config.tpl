@@ -30,6 +30,7 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- if eq $c.protocol "grpc" -}}
 {{- $_ := set $env "GRPC_HOST" "0.0.0.0" -}}
 {{- $_ := set $env "GRPC_PORT" (toString $c.port) -}}
+{{- $_ := set $env "GRPC_MAX_CONNECTION_AGE_MS" (toString $root.Values.grpc.maxConnectionAgeMs) -}}
 {{- end -}}
 {{- if $c.database -}}
 {{- $_ := set $env "DB_POOL_MAX" (toString $root.Values.database.poolMax) -}}
@@ -94,6 +95,13 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
     secretKeyRef:
       name: {{ $root.Values.events.existingSecret }}
       key: {{ $root.Values.events.existingSecretKey }}
+{{- end }}
+{{- if and $root.Values.serviceToken.enabled (ne $c.name "provider-simulator") }}
+- name: SERVICE_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "gg.serviceTokenSecret" $root }}
+      key: {{ include "gg.serviceTokenKey" $root }}
 {{- end }}
 {{- if eq .key "console" }}
 - name: SESSION_SECRET

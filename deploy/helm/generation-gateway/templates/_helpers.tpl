@@ -57,10 +57,26 @@ simulator: {name: provider-simulator, port: 8090, protocol: http, database: fals
 {{- printf "%s-%s" (include "gg.fullname" .root) $c.name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* host:port of a component's Service, fully qualified so it resolves from any namespace. */}}
+{{/*
+The address callers are given for a component, fully qualified so it resolves from any namespace:
+with grpc.clientLoadBalancing its headless Service through DNS (`dns:///<name>-headless.<ns>.svc:<port>`:
+every ready pod's address, balanced round-robin by the caller), else its ClusterIP Service (`host:port`).
+*/}}
 {{- define "gg.address" -}}
 {{- $c := include "gg.component" . | fromYaml -}}
+{{- if and .root.Values.grpc.clientLoadBalancing (eq $c.protocol "grpc") -}}
+{{- printf "dns:///%s-headless.%s.svc:%v" (include "gg.componentName" .) .root.Release.Namespace $c.port -}}
+{{- else -}}
 {{- printf "%s.%s.svc:%v" (include "gg.componentName" .) .root.Release.Namespace $c.port -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret and key SERVICE_TOKEN is read from: the operator's, or the one the chart generates. */}}
+{{- define "gg.serviceTokenSecret" -}}
+{{- default (printf "%s-service-token" (include "gg.fullname" .)) .Values.serviceToken.existingSecret -}}
+{{- end -}}
+{{- define "gg.serviceTokenKey" -}}
+{{- ternary .Values.serviceToken.key "SERVICE_TOKEN" (ne .Values.serviceToken.existingSecret "") -}}
 {{- end -}}
 
 {{- define "gg.chartLabel" -}}

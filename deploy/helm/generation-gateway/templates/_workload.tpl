@@ -214,6 +214,34 @@ spec:
     {{- end }}
 {{- end -}}
 
+{{/*
+A headless Service beside each gRPC component's Service: its DNS name answers every ready pod's
+address, so callers balance over the pods themselves (grpc.clientLoadBalancing) instead of riding
+one long-lived connection to one pod through the ClusterIP.
+*/}}
+{{- define "gg.headlessService" -}}
+{{- $root := .root -}}
+{{- $c := include "gg.component" . | fromYaml -}}
+{{- if eq $c.protocol "grpc" -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "gg.componentName" . }}-headless
+  labels:
+    {{- include "gg.labels" . | nindent 4 }}
+spec:
+  clusterIP: None
+  selector:
+    {{- include "gg.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: grpc
+      port: {{ $c.port }}
+      targetPort: grpc
+      protocol: TCP
+      appProtocol: kubernetes.io/h2c
+{{- end -}}
+{{- end -}}
+
 {{- define "gg.hpa" -}}
 {{- $v := index .root.Values .key -}}
 {{- if dig "autoscaling" "enabled" false $v -}}
