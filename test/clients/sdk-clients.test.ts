@@ -224,6 +224,21 @@ describe('the AI SDK (ai, @ai-sdk/openai, @ai-sdk/anthropic, @ai-sdk/openai-comp
   });
 });
 
+describe('a key sent as x-api-key (the default of the AI SDK\'s Anthropic provider and of older Anthropic SDKs)', () => {
+  it('@ai-sdk/anthropic with apiKey: 401 whose message names authToken', async () => {
+    const model = createAnthropic({ baseURL: `${gw.origin}/v1`, apiKey: gw.apiKey })(CLAUDE_MODEL);
+    const err = (await generateText({ model, prompt: 'Say hello.', maxRetries: 0 }).catch((e: unknown) => e)) as { statusCode: number; responseBody: string };
+    expect(err.statusCode).toBe(401);
+    expect(JSON.parse(err.responseBody)).toMatchObject({ error: { code: 'auth_missing_or_malformed', message: expect.stringContaining('`authToken` instead of `apiKey`') } });
+  });
+
+  it('@anthropic-ai/sdk 1.x sends even its apiKey as a bearer token, so both settings work', async () => {
+    const sdk = new Anthropic({ baseURL: gw.origin, apiKey: gw.apiKey, maxRetries: 0 });
+    const msg = await sdk.messages.create({ model: CLAUDE_MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] });
+    expect(msg.content[0]).toMatchObject({ type: 'text' });
+  });
+});
+
 describe('LangChain JS (@langchain/openai, @langchain/anthropic)', () => {
   const models: Array<[string, () => ChatOpenAI | ChatAnthropic]> = [
     ['ChatOpenAI, native', () => new ChatOpenAI({ model: OPENAI_MODEL, apiKey: gw.apiKey, configuration: { baseURL: gw.baseUrl }, maxRetries: 0 })],
