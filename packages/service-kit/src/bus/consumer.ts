@@ -1,6 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { headers, type NatsConnection } from '@nats-io/transport-node';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { ensureStreamFor } from './nats.ts';
@@ -21,8 +21,15 @@ export interface DurableConsumerOptions {
   handle: (data: Uint8Array, info: { redelivered: boolean; deliveryCount: number }) => Promise<void>;
   /** How long an unacknowledged message waits before redelivery. */
   ackWaitMs?: number;
-  /** Delay before a failed message is redelivered. */
+  /** Delay before a failed message is first redelivered; it doubles with each failure, up to a minute. */
   retryDelayMs?: number;
+  /**
+   * Deliveries before an event whose handling keeps failing is given up (default 30: about 25
+   * minutes of retries with the growing delay): it is moved to the dead-letter subject
+   * `deadletter.<durable>` (stream `DEADLETTER` of the namespace) with why, and acknowledged, so
+   * one poison event no longer comes back for ever. Operators read and replay them from there.
+   */
+  maxDeliveries?: number;
   /**
    * This deployment (`DEPLOYMENT_ID`; default: that variable, else none). With one, the durable is
    * this deployment's own (its name carries a hash of it) and events another deployment stamped
@@ -32,9 +39,32 @@ export interface DurableConsumerOptions {
   deployment?: string;
 }
 
+/** Headers a dead-lettered event carries besides its own: where it came from and why it was given up. */
+export const DEAD_LETTER_HEADERS = {
+  subject: 'Gw-Dead-Subject',
+  stream: 'Gw-Dead-Stream',
+  sequence: 'Gw-Dead-Sequence',
+  consumer: 'Gw-Dead-Consumer',
+  deliveries: 'Gw-Dead-Deliveries',
+  error: 'Gw-Dead-Error',
+} as const;
+
+/** The subject (without namespace) a durable's given-up events are moved to. */
+export function deadLetterSubject(durable: string): string {
+  return `deadletter.${durable}`;
+}
+
+const DEFAULT_MAX_DELIVERIES = 30;
+const MAX_RETRY_DELAY_MS = 60_000;
+
 /** The durable's name: `durable`, plus a hash of the deployment when there is one. */
 export function durableName(durable: string, deployment: string): string {
   return deployment === '' ? durable : `${durable}-${createHash('sha256').update(deployment).digest('hex').slice(0, 10)}`;
+}
+
+/** The consumer does not exist yet (anything else, a NATS outage say, is not a reason to create it). */
+function isNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 }
 
 /**
@@ -47,19 +77,49 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
   const durable = durableName(opts.durable, deployment);
   const stream = await ensureStreamFor(opts.nats, opts.namespace, opts.subject);
   const jsm = await jetstreamManager(opts.nats);
+  const maxDeliveries = opts.maxDeliveries ?? DEFAULT_MAX_DELIVERIES;
   const config = {
     durable_name: durable,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     filter_subject: qualify(opts.namespace, opts.subject),
     ack_wait: (opts.ackWaitMs ?? 30_000) * 1e6,
+    // The server's bound too, one past ours (so our last failure still sees the event and moves
+    // it): an event whose handling kills the process is not delivered for ever either (JetStream
+    // then publishes a MAX_DELIVERIES advisory, see docs/reliability.md).
+    max_deliver: maxDeliveries + 1,
   };
   try {
-    await jsm.consumers.info(stream, durable);
-  } catch {
+    const existing = await jsm.consumers.info(stream, durable);
+    // A durable made before the bound (or with another one) gets it.
+    if (existing.config.max_deliver !== config.max_deliver) await jsm.consumers.update(stream, durable, { max_deliver: config.max_deliver });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
     await jsm.consumers.add(stream, config);
   }
-  const consumer = await jetstream(opts.nats).consumers.get(stream, durable);
+  const js = jetstream(opts.nats);
+  const consumer = await js.consumers.get(stream, durable);
+  const deadSubject = qualify(opts.namespace, deadLetterSubject(opts.durable));
+  await ensureStreamFor(opts.nats, opts.namespace, deadLetterSubject(opts.durable));
+  /** Moves a given-up event to the dead-letter subject; resolves false if that failed (the event is then retried). */
+  const deadLetter = async (m: JsMsg, err: unknown): Promise<boolean> => {
+    const h = headers();
+    for (const [key, values] of m.headers ?? []) for (const v of values) h.append(key, v);
+    h.set(DEAD_LETTER_HEADERS.subject, m.subject);
+    h.set(DEAD_LETTER_HEADERS.stream, m.info.stream);
+    h.set(DEAD_LETTER_HEADERS.sequence, String(m.seq));
+    h.set(DEAD_LETTER_HEADERS.consumer, durable);
+    h.set(DEAD_LETTER_HEADERS.deliveries, String(m.info.deliveryCount));
+    h.set(DEAD_LETTER_HEADERS.error, `${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err)}`.replaceAll(/[\r\n]+/g, ' ').slice(0, 300));
+    try {
+      // One dead letter per event, however often this is tried.
+      await js.publish(deadSubject, m.data, { headers: h, msgID: `${m.info.stream}:${m.seq}:${durable}` });
+      return true;
+    } catch (publishErr) {
+      opts.logger.error({ err: publishErr, subject: m.subject }, 'could not dead-letter an event; it will be retried');
+      return false;
+    }
+  };
   let messages: ConsumerMessages | null = null;
   const state = { stopped: false };
   const loop = (async () => {
@@ -82,8 +142,14 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
             m.ack();
           } catch (err) {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).name });
-            opts.logger.warn({ err, subject: m.subject, deliveryCount: m.info.deliveryCount }, 'event handling failed; will retry');
-            m.nak(opts.retryDelayMs ?? 1_000);
+            const deliveries = m.info.deliveryCount;
+            if (deliveries >= maxDeliveries && (await deadLetter(m, err))) {
+              opts.logger.error({ err, subject: m.subject, deliveryCount: deliveries, deadLetter: deadSubject }, 'event handling failed on every delivery; moved to the dead-letter subject');
+              m.term(); // no reason: servers before 2.10.4 ignore a TERM that carries one
+            } else {
+              opts.logger.warn({ err, subject: m.subject, deliveryCount: deliveries }, 'event handling failed; will retry');
+              m.nak(Math.min(MAX_RETRY_DELAY_MS, (opts.retryDelayMs ?? 1_000) * 2 ** Math.min(deliveries - 1, 16)));
+            }
           } finally {
             span.end();
           }
