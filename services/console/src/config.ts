@@ -1,5 +1,6 @@
 import { commonEnv, envBool, loadConfig } from '@gw/service-kit';
 import { z } from 'zod';
+import { DEFAULT_THROTTLE } from './auth/throttle.ts';
 
 const minutes = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
@@ -49,10 +50,12 @@ const schema = z.object({
   SESSION_IDLE_MINUTES: minutes(30),
   SESSION_MAX_MINUTES: minutes(12 * 60),
   SET_PASSWORD_TTL_MINUTES: minutes(72 * 60),
-  LOGIN_MAX_FAILURES_PER_EMAIL: z.coerce.number().int().positive().default(5),
-  LOGIN_MAX_FAILURES_PER_IP: z.coerce.number().int().positive().default(50),
-  LOGIN_WINDOW_MINUTES: minutes(15),
-  LOGIN_LOCKOUT_MINUTES: minutes(15),
+  /** Sign-in throttling (growing delays, never a lock; see `src/auth/throttle.ts`). */
+  LOGIN_FREE_FAILURES_PER_PAIR: z.coerce.number().int().positive().default(DEFAULT_THROTTLE.freePerPair),
+  LOGIN_FREE_FAILURES_PER_EMAIL: z.coerce.number().int().positive().default(DEFAULT_THROTTLE.freePerEmail),
+  LOGIN_FREE_FAILURES_PER_IP: z.coerce.number().int().positive().default(DEFAULT_THROTTLE.freePerIp),
+  LOGIN_MAX_DELAY_MINUTES: minutes(DEFAULT_THROTTLE.maxDelayMs / 60_000),
+  LOGIN_FAILURE_HALF_LIFE_MINUTES: minutes(DEFAULT_THROTTLE.halfLifeMs / 60_000),
 });
 
 export type ConsoleConfig = z.infer<typeof schema>;

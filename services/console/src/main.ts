@@ -26,10 +26,11 @@ const minute = 60_000;
 const hmac = new Hmac(config.SESSION_SECRET);
 const sessions = new Sessions(orm, hmac, { idleMs: config.SESSION_IDLE_MINUTES * minute, maxMs: config.SESSION_MAX_MINUTES * minute });
 const throttle = new LoginThrottle(orm, hmac, {
-  maxPerEmail: config.LOGIN_MAX_FAILURES_PER_EMAIL,
-  maxPerIp: config.LOGIN_MAX_FAILURES_PER_IP,
-  windowMs: config.LOGIN_WINDOW_MINUTES * minute,
-  lockoutMs: config.LOGIN_LOCKOUT_MINUTES * minute,
+  freePerPair: config.LOGIN_FREE_FAILURES_PER_PAIR,
+  freePerEmail: config.LOGIN_FREE_FAILURES_PER_EMAIL,
+  freePerIp: config.LOGIN_FREE_FAILURES_PER_IP,
+  maxDelayMs: config.LOGIN_MAX_DELAY_MINUTES * minute,
+  halfLifeMs: config.LOGIN_FAILURE_HALF_LIFE_MINUTES * minute,
 });
 const members = new Members(orm, hmac, sessions, config.SET_PASSWORD_TTL_MINUTES * minute);
 const stopHousekeeping = startHousekeeping(

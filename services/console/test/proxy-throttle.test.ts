@@ -13,7 +13,7 @@ const INGRESS = '10.0.0.5';
 // Behind an ingress, the per-IP sign-in limit must count the address the ingress saw (the
 // rightmost X-Forwarded-For entry it appended), not what the client wrote to the left of it,
 // and not the ingress itself.
-describe('sign-in throttling behind an ingress (CONSOLE_TRUST_PROXY=uniquelocal, 3 failures per IP)', () => {
+describe('sign-in throttling behind an ingress (CONSOLE_TRUST_PROXY=uniquelocal, two free failures per IP, the third checked, then delays)', () => {
   let orm: MikroORM;
   let app: FastifyInstance;
   let members: Members;
@@ -23,7 +23,7 @@ describe('sign-in throttling behind an ingress (CONSOLE_TRUST_PROXY=uniquelocal,
   beforeAll(async () => {
     orm = await testOrm();
     billing.addAccount(account, 'Alpha');
-    ({ app, members } = await testApp(orm, billing, { throttle: { maxPerEmail: 100, maxPerIp: 3 }, trustProxy: ['uniquelocal'] }));
+    ({ app, members } = await testApp(orm, billing, { throttle: { freePerEmail: 100, freePerIp: 2 }, trustProxy: ['uniquelocal'] }));
   });
   afterAll(async () => {
     await app?.close();

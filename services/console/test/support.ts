@@ -60,7 +60,7 @@ export async function testApp(
     billing: billing.client(),
     catalog: fakeCatalog(),
     sessions,
-    throttle: new LoginThrottle(orm, hmac, { maxPerEmail: 5, maxPerIp: 100, windowMs: 15 * 60_000, lockoutMs: 15 * 60_000, ...opts.throttle }),
+    throttle: new LoginThrottle(orm, hmac, { freePerIp: 100, ...opts.throttle }),
     members,
     hmac,
     logger: createLogger('console-test', 'silent'),

@@ -1,9 +1,10 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientNetwork, LoginThrottle } from '../src/auth/throttle.ts';
+import { clientNetwork, delayFor, LoginThrottle, lockedMessage } from '../src/auth/throttle.ts';
 import { FakeClock, testHmac, testOrm } from './support.ts';
 
 const MIN = 60_000;
+const POLICY = { freePerPair: 3, freePerEmail: 10, freePerIp: 30, baseDelayMs: 2_000, maxDelayMs: 15 * MIN, halfLifeMs: 60 * MIN };
 
 describe('clientNetwork: what one client is for the per-IP count', () => {
   it('an IPv4 address as it is (also mapped into IPv6), an IPv6 address as its /64', () => {
@@ -17,7 +18,18 @@ describe('clientNetwork: what one client is for the per-IP count', () => {
   });
 });
 
-describe('login throttling on real Postgres', () => {
+describe('delayFor: growing delays', () => {
+  it('nothing for the free failures, then 2 s doubling with each failure, capped at the maximum', () => {
+    expect([0, 2.9, 3, 3.5, 4, 5, 6, 12, 40].map((score) => delayFor(score, 3, POLICY))).toEqual([0, 0, 0, 2_000, 2_000, 4_000, 8_000, 512_000, 15 * MIN]);
+  });
+
+  it('says seconds or minutes', () => {
+    expect(lockedMessage({ locked: true, retryAfterSeconds: 8 }, 'failed sign-ins')).toBe('Too many failed sign-ins. Try again in 8 seconds.');
+    expect(lockedMessage({ locked: true, retryAfterSeconds: 900 }, 'failed sign-ins')).toBe('Too many failed sign-ins. Try again in 15 minutes.');
+  });
+});
+
+describe('sign-in throttling on real Postgres', () => {
   let orm: MikroORM;
   const clock = new FakeClock();
   let throttle: LoginThrottle;
@@ -25,87 +37,114 @@ describe('login throttling on real Postgres', () => {
   /** A fresh e-mail and IP per test: tests share the table. */
   const fresh = () => {
     n += 1;
-    return { email: `user${n}@example.com`, ip: `10.0.0.${n}` };
+    return { email: `user${n}@example.com`, ip: `10.0.${Math.floor(n / 250)}.${n % 250}` };
   };
 
   beforeAll(async () => {
     orm = await testOrm();
-    throttle = new LoginThrottle(orm, testHmac(), { maxPerEmail: 5, maxPerIp: 8, windowMs: 15 * MIN, lockoutMs: 15 * MIN }, clock.now);
+    throttle = new LoginThrottle(orm, testHmac(), POLICY, clock.now);
   });
   afterAll(() => orm?.close());
 
-  it('locks an e-mail address after 5 failures, for that address only, with the time left', async () => {
+  it('three free failures from one network, then delays that double; never a fixed lock', async () => {
     const { email, ip } = fresh();
-    for (let i = 0; i < 4; i++) {
-      await throttle.countAttempt(email, ip);
-      expect((await throttle.check(email, ip)).locked).toBe(false);
+    for (let i = 0; i < 3; i++) expect(await throttle.admit(email, { ip })).toEqual({ locked: false, retryAfterSeconds: 0 });
+    // The 4th check is free too (3 failures owe nothing); it makes 4, which owe 2 s.
+    expect((await throttle.admit(email, { ip })).locked).toBe(false);
+    expect(await throttle.admit(email.toUpperCase(), { ip })).toEqual({ locked: true, retryAfterSeconds: 2 });
+    clock.advance(2_000);
+    expect((await throttle.admit(email, { ip })).locked).toBe(false); // 5 failures owe 4 s
+    expect(await throttle.admit(email, { ip })).toEqual({ locked: true, retryAfterSeconds: 4 });
+    clock.advance(4_000);
+    expect((await throttle.admit(email, { ip })).locked).toBe(false);
+    expect((await throttle.admit(email, { ip })).retryAfterSeconds).toBe(8);
+  });
+
+  it("an attacker's failures, from one network or from a hundred, cannot keep the owner out", async () => {
+    const { email, ip: ownerIp } = fresh();
+    const attacker = fresh().ip;
+    // One network hammering: it is held back, the owner is not.
+    for (let i = 0; i < 200; i++) {
+      const verdict = await throttle.admit(email, { ip: attacker });
+      if (verdict.locked) clock.advance(verdict.retryAfterSeconds * 1000);
     }
-    await throttle.countAttempt(email, ip);
-    const verdict = await throttle.check(email.toUpperCase(), fresh().ip); // any IP, any letter case
-    expect(verdict).toEqual({ locked: true, retryAfterSeconds: 15 * 60 });
-    expect((await throttle.check(fresh().email, ip)).locked).toBe(false); // the IP has budget left
-    clock.advance(15 * MIN);
-    expect((await throttle.check(email, ip)).locked).toBe(false); // the lock ends
+    expect((await throttle.admit(email, { ip: attacker })).locked).toBe(true);
+    expect(await throttle.admit(email, { ip: ownerIp })).toEqual({ locked: false, retryAfterSeconds: 0 });
+    await throttle.recordSuccess(email, { ip: ownerIp });
+    // A hundred networks, three failures each (their free ones), push the address's own score
+    // far past its free failures: a network that failed for it is held back by that too...
+    for (let i = 0; i < 100; i++) for (let j = 0; j < 3; j++) await throttle.admit(email, { ip: `2001:db8:a:${i.toString(16)}::1` });
+    const failedBefore = await throttle.admit(email, { ip: '2001:db8:a:1::9' });
+    expect(failedBefore.locked).toBe(true);
+    expect(failedBefore.retryAfterSeconds).toBe(15 * 60);
+    // ...but the owner's network, which has no failure of its own, has its check at once,
+    const owner = await throttle.admit(email, { ip: ownerIp });
+    expect(owner).toEqual({ locked: false, retryAfterSeconds: 0 });
+    await throttle.recordSuccess(email, { ip: ownerIp });
+    // and so has the owner's browser known from an earlier sign-in, on the attacker's own network.
+    expect(await throttle.admit(email, { ip: attacker, device: 'owner-browser' })).toEqual({ locked: false, retryAfterSeconds: 0 });
   });
 
-  it('locks an IP after 8 failures spread over many addresses', async () => {
-    const { ip } = fresh();
-    for (let i = 0; i < 8; i++) await throttle.countAttempt(fresh().email, ip);
-    const verdict = await throttle.check(fresh().email, ip);
-    expect(verdict.locked).toBe(true);
+  it('failures decay slowly: waiting a quarter of an hour gives nothing back for free', async () => {
+    const { email, ip } = fresh();
+    for (let i = 0; i < 10; i++) {
+      const verdict = await throttle.admit(email, { ip });
+      if (verdict.locked) {
+        clock.advance(verdict.retryAfterSeconds * 1000);
+        await throttle.admit(email, { ip });
+      }
+    }
+    clock.advance(15 * MIN); // the old 15-minute window would have forgiven everything here
+    expect((await throttle.admit(email, { ip })).locked).toBe(false);
+    const held = await throttle.admit(email, { ip });
+    expect(held.locked).toBe(true);
+    expect(held.retryAfterSeconds).toBeGreaterThan(60);
+    // After many half-lives the score is gone.
+    clock.advance(10 * 60 * MIN);
+    for (let i = 0; i < 3; i++) expect((await throttle.admit(email, { ip })).locked).toBe(false);
   });
 
-  it('counts an IPv6 client by its /64: eight addresses of one /64 are one client', async () => {
+  it('one network spraying many addresses is held back by its own count (IPv6 by its /64)', async () => {
     n += 1;
     const net = `2001:db8:${n.toString(16)}:2`;
-    for (let i = 1; i <= 8; i++) await throttle.countAttempt(fresh().email, `${net}::${i.toString(16)}`);
-    expect((await throttle.check(fresh().email, `${net}:ffff:ffff:ffff:ffff`)).locked).toBe(true);
-    expect((await throttle.check(fresh().email, `2001:db8:${n.toString(16)}:3::1`)).locked).toBe(false); // the next /64
+    for (let i = 1; i <= 31; i++) expect((await throttle.admit(fresh().email, { ip: `${net}::${i.toString(16)}` })).locked).toBe(false);
+    expect((await throttle.admit(fresh().email, { ip: `${net}:ffff:ffff:ffff:ffff` })).locked).toBe(true);
+    expect((await throttle.admit(fresh().email, { ip: `2001:db8:${n.toString(16)}:3::1` })).locked).toBe(false); // the next /64
   });
 
-  it('a success clears the address\'s count but not the IP\'s', async () => {
+  it("a success clears its pair's failures but gives the network only its own attempt back", async () => {
     const { email, ip } = fresh();
-    for (let i = 0; i < 4; i++) await throttle.countAttempt(email, ip);
-    await throttle.countAttempt(email, ip); // the attempt that succeeds, counted before its check
-    await throttle.recordSuccess(email, ip);
-    for (let i = 0; i < 3; i++) await throttle.countAttempt(email, ip);
-    expect((await throttle.check(email, ip)).locked).toBe(false); // 3 since the success, 7 from the IP
-    await throttle.countAttempt(fresh().email, ip); // the IP's 8th: it counted all along
-    expect((await throttle.check(fresh().email, ip)).locked).toBe(true);
+    for (let i = 0; i < 3; i++) await throttle.admit(email, { ip });
+    await throttle.admit(email, { ip }); // the attempt that succeeds, counted before its check
+    await throttle.recordSuccess(email, { ip });
+    for (let i = 0; i < 4; i++) expect((await throttle.admit(email, { ip })).locked).toBe(false);
+    const rows = await orm.em.fork().execute<{ scope: string; score: number }[]>('select scope, score from login_attempt where scope = ? order by score desc limit 1', ['ip']);
+    expect(rows[0]?.score).toBeGreaterThanOrEqual(7);
   });
 
-  it('attempts sent at once are each counted before any is judged: no more than the limit pass', async () => {
+  it('attempts sent at once are judged one after another: a burst gets only the free checks', async () => {
     const { email, ip } = fresh();
-    // From as many IPs, so that only the e-mail's limit judges (one IP's limit of 8 would refuse
-    // some of the e-mail's first five when they reach the two counters in different orders).
-    const admitted = await Promise.all(Array.from({ length: 40 }, (_, i) => throttle.countAttempt(email, `198.51.100.${i + 1}`)));
-    expect(admitted.filter(Boolean)).toHaveLength(5);
-    expect((await throttle.check(email, ip)).locked).toBe(true);
-  });
-
-  it('failures in an old window do not add up with new ones', async () => {
-    const { email, ip } = fresh();
-    for (let i = 0; i < 4; i++) await throttle.countAttempt(email, ip);
-    clock.advance(16 * MIN);
-    for (let i = 0; i < 4; i++) await throttle.countAttempt(email, ip);
-    expect((await throttle.check(email, ip)).locked).toBe(false);
+    const verdicts = await Promise.all(Array.from({ length: 40 }, () => throttle.admit(email, { ip })));
+    expect(verdicts.filter((v) => !v.locked)).toHaveLength(4);
   });
 
   it('never stores addresses or IPs in the clear (people type passwords into the e-mail field)', async () => {
-    await throttle.countAttempt('my secret password', '192.0.2.7');
-    const rows = await orm.em.fork().execute<{ subject: Buffer }[]>('select subject from login_throttle');
+    await throttle.admit('my secret password', { ip: '192.0.2.7' });
+    const rows = await orm.em.fork().execute<{ subject: Buffer }[]>('select subject from login_attempt');
     for (const r of rows) {
       expect(r.subject).toHaveLength(32);
       expect(r.subject.toString('utf8')).not.toContain('secret');
     }
   });
 
-  it('housekeeping removes finished windows only', async () => {
-    const { email, ip } = fresh();
-    await throttle.countAttempt(email, ip);
-    clock.advance(16 * MIN);
+  it('housekeeping removes rows whose score has decayed to nothing, only those', async () => {
+    const old = fresh();
+    await throttle.admit(old.email, { ip: old.ip });
+    clock.advance(20 * 60 * MIN);
+    const recent = fresh();
+    await throttle.admit(recent.email, { ip: recent.ip });
     expect(await throttle.sweep()).toBeGreaterThan(0);
-    const left = await orm.em.fork().execute<{ n: string }[]>('select count(*)::text as n from login_throttle');
-    expect(left[0]?.n).toBe('0');
+    const left = await orm.em.fork().execute<{ n: string }[]>('select count(*)::text as n from login_attempt');
+    expect(left[0]?.n).toBe('3');
   });
 });

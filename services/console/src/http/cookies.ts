@@ -11,6 +11,8 @@ export interface CookieSettings {
   session: string;
   /** A random value that anonymous forms (sign-in, set password) bind their CSRF token to. */
   preSession: string;
+  /** Marks a browser that signed in to an address before (sign-in throttling, `auth/device.ts`). */
+  device: string;
   options: CookieSerializeOptions;
 }
 
@@ -19,6 +21,7 @@ export function cookieSettings(secure: boolean): CookieSettings {
   return {
     session: `${prefix}gw_session`,
     preSession: `${prefix}gw_pre`,
+    device: `${prefix}gw_device`,
     // HttpOnly: no script can read them. SameSite=Lax: not sent on cross-site POSTs or
     // subresource requests, still sent when a person follows a link to the console.
     options: { httpOnly: true, secure, sameSite: 'lax', path: '/' },

@@ -38,7 +38,9 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     }
     // The current password is a password check like a sign-in: throttled alike, so a session left
     // open (or stolen) does not give unlimited guesses at it.
-    const verdict = await deps.throttle.admit(session.member.email, request.ip);
+    // The session is the device: its own failures hold it back, nobody else's.
+    const from = { ip: request.ip, device: `session:${session.idHash.toString('base64url')}` };
+    const verdict = await deps.throttle.admit(session.member.email, from);
     if (verdict.locked) {
       reply.header('retry-after', String(verdict.retryAfterSeconds));
       return show(request, reply, { kind: 'error', text: lockedMessage(verdict, 'wrong current passwords') }, 429);
@@ -49,7 +51,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
       if (err instanceof MemberError) return show(request, reply, { kind: 'error', text: err.message }, 400);
       throw err;
     }
-    await deps.throttle.recordSuccess(session.member.email, request.ip);
+    await deps.throttle.recordSuccess(session.member.email, from);
     request.log.info({ member: session.member.memberId }, 'password changed');
     return reply.redirect('/account?done=password-changed', 303);
   });

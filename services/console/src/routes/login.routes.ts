@@ -3,6 +3,7 @@ import type { RouteDeps } from '../deps.ts';
 import { csrfTokenValid, preSessionCsrfToken, sameOrigin } from '../auth/csrf.ts';
 import { PASSWORD_MAX, verifyPassword } from '../auth/passwords.ts';
 import { randomToken } from '../auth/secrets.ts';
+import { deviceCookie, trustedDevice } from '../auth/device.ts';
 import { lockedMessage } from '../auth/throttle.ts';
 import { formField, queryParam } from '../http/forms.ts';
 import { EMAIL_MAX, MemberError } from '../members/members.ts';
@@ -14,6 +15,8 @@ import { noticeFrom } from './viewer.ts';
 const HTML = 'text/html; charset=utf-8';
 const PRE_SESSION = /^[A-Za-z0-9_-]{43}$/;
 const BAD_LOGIN: Notice = { kind: 'error', text: 'The e-mail or password is not correct.' };
+/** How long a browser stays known for the address it signed in to. */
+const DEVICE_COOKIE_DAYS = 180;
 const EXPIRED_FORM: Notice = { kind: 'error', text: 'The form had expired. Please try again.' };
 
 /**
@@ -61,8 +64,11 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       request.log.warn('sign-in refused: CSRF check failed');
       return showLogin(request, reply, 403, { email, next, notice: EXPIRED_FORM });
     }
-    // Counted before the password is checked: a burst of attempts gets no more checks than the limit.
-    const verdict = await deps.throttle.admit(email, request.ip);
+    // Counted before the password is checked: a burst of attempts gets no more checks than the
+    // throttle allows. A browser that signed in to this address before is judged by its own
+    // failures only (its device cookie), so nobody else's failures keep it out.
+    const from = { ip: request.ip, device: trustedDevice(deps.hmac, request.cookies[deps.cookies.device], email) };
+    const verdict = await deps.throttle.admit(email, from);
     if (verdict.locked) {
       reply.header('retry-after', String(verdict.retryAfterSeconds));
       return showLogin(request, reply, 429, { email, next, notice: { kind: 'error', text: lockedMessage(verdict, 'failed sign-ins') } });
@@ -74,7 +80,11 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       request.log.info({ member: member?.id }, 'sign-in failed');
       return showLogin(request, reply, 401, { email, next, notice: BAD_LOGIN });
     }
-    await deps.throttle.recordSuccess(email, request.ip);
+    await deps.throttle.recordSuccess(email, from);
+    reply.setCookie(deps.cookies.device, deviceCookie(deps.hmac, member.email, request.cookies[deps.cookies.device]), {
+      ...deps.cookies.options,
+      maxAge: DEVICE_COOKIE_DAYS * 86_400,
+    });
     // Always a new session id at sign-in: a planted cookie never becomes a signed-in session.
     const { cookieValue } = await deps.sessions.create(member.id);
     reply.setCookie(deps.cookies.session, cookieValue, deps.cookies.options);
