@@ -1,5 +1,5 @@
-import { billingV1 } from '@gw/contracts';
-import { loadConfig, observeQueries, runGrpcService } from '@gw/service-kit';
+import { alertsV1, billingV1 } from '@gw/contracts';
+import { envBool, loadConfig, observeQueries, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { billingEntities } from './db/entities.ts';
 import { billingFunctions } from './db/functions/index.ts';
@@ -9,6 +9,10 @@ import { RequestMoney } from './domain/requests.ts';
 import { settleAbandonedImageJobs } from './events/image-job-abandoned.subscriber.ts';
 import { refundFailedVideoJobs } from './events/video-job-failed.subscriber.ts';
 import { billingHandler } from './grpc/billing.handler.ts';
+import { startAlertSender } from './alert-sender.ts';
+import { DEFAULT_RETRY_DELAYS_MS } from './domain/alerts.ts';
+import { alertsHandler } from './grpc/alerts.handler.ts';
+import { ALERTS_AUDITED, audited, BILLING_AUDITED } from './grpc/audited.ts';
 
 const env = loadConfig(
   z.object({
@@ -23,6 +27,18 @@ const env = loadConfig(
      */
     HOLD_LEASE_MS: z.coerce.number().int().positive().default(60_000),
     HOLD_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
+    /** Alert webhooks may go to loopback addresses (local runs and tests); else public https only. */
+    ALERT_WEBHOOK_ALLOW_LOOPBACK: envBool(false),
+    /** A webhook's whole exchange (connect, send, answer) ends after this. */
+    ALERT_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(10_000),
+    /** How often the sender looks for crossings to publish and deliveries due. */
+    ALERT_SENDER_INTERVAL_MS: z.coerce.number().int().positive().default(1_000),
+    /** Waits before each retry, comma-separated ms (default 10 s, 1 min, 5 min, 30 min, 2 h, 8 h, 24 h). */
+    ALERT_WEBHOOK_RETRY_DELAYS_MS: z
+      .string()
+      .regex(/^\d+(,\d+)*$/, 'comma-separated milliseconds, e.g. 10000,60000')
+      .transform((v) => v.split(',').map(Number))
+      .optional(),
   }),
 );
 
@@ -54,17 +70,24 @@ await runGrpcService({
         logger,
       ),
     );
+    const policy = { allowLoopback: env.ALERT_WEBHOOK_ALLOW_LOOPBACK };
+    onStop(
+      startAlertSender(
+        orm,
+        {
+          policy,
+          intervalMs: env.ALERT_SENDER_INTERVAL_MS,
+          timeoutMs: env.ALERT_WEBHOOK_TIMEOUT_MS,
+          maxResponseBytes: 4_096,
+          retryDelaysMs: env.ALERT_WEBHOOK_RETRY_DELAYS_MS ?? DEFAULT_RETRY_DELAYS_MS,
+        },
+        logger,
+      ),
+    );
+    const billing = billingHandler({ orm, money, rateDefaults, now, holdLeaseMs: env.HOLD_LEASE_MS });
     return [
-      [
-        billingV1.BillingService,
-        billingHandler({
-          orm,
-          money,
-          rateDefaults,
-          now,
-          holdLeaseMs: env.HOLD_LEASE_MS,
-        }),
-      ],
+      [billingV1.BillingService, audited('billing', billing, BILLING_AUDITED, orm, logger)],
+      [alertsV1.AlertsService, audited('alerts', alertsHandler({ orm, policy, now }), ALERTS_AUDITED, orm, logger)],
     ];
   },
 });

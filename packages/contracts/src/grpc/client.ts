@@ -28,6 +28,8 @@ export interface ClientOptions {
    * (stopped) replica is left within about two seconds.
    */
   keepaliveMs?: number;
+  /** Metadata sent with every call (e.g. `gw-actor`, who an operator change is recorded as). */
+  metadata?: Record<string, string>;
 }
 
 /**
@@ -116,6 +118,7 @@ export function createClient<S extends GenServiceMethods>(
     // instead of failing the call at once.
     metadata.setOptions({ waitForReady: true });
     if (token !== '') metadata.set('authorization', serviceTokenMetadata(token));
+    for (const [key, value] of Object.entries(opts.metadata ?? {})) metadata.set(key, value);
     return metadata;
   };
   const unreachable = (path: string) => new RpcError(grpc.status.UNAVAILABLE, `${path}: UNAVAILABLE the service could not be reached within ${connectWait} ms`);

@@ -2,6 +2,7 @@ import { Migration001Initial } from './migration-001-initial.ts';
 import { Migration002Baseline } from './migration-002-baseline.ts';
 import { Migration003RequestActivity } from './migration-003-request-activity.ts';
 import { Migration004HoldLeases } from './migration-004-hold-leases.ts';
+import { Migration005AlertsAudit } from './migration-005-alerts-audit.ts';
 
 /**
  * Applied in order; names are stored in the schema's migrations table. 002 is the baseline that
@@ -13,4 +14,5 @@ export const billingMigrations = [
   { name: 'Migration002Baseline', class: Migration002Baseline },
   { name: 'Migration003RequestActivity', class: Migration003RequestActivity },
   { name: 'Migration004HoldLeases', class: Migration004HoldLeases },
+  { name: 'Migration005AlertsAudit', class: Migration005AlertsAudit },
 ];

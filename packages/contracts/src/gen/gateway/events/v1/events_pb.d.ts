@@ -393,3 +393,79 @@ export declare type RouteHealthChanged = Message<"gateway.events.v1.RouteHealthC
  */
 export declare const RouteHealthChangedSchema: GenMessage<RouteHealthChanged>;
 
+/**
+ * AlertCrossed is published when an account's alert crosses a threshold, once per crossing:
+ * `billing.alert.low_balance` (the balance fell below the alert's low-balance threshold) or
+ * `billing.alert.budget_threshold` (the month's spending reached a percentage of its budget).
+ * The same crossing goes to the alert's webhook with the same id (`webhook-id`).
+ *
+ * @generated from message gateway.events.v1.AlertCrossed
+ */
+export declare type AlertCrossed = Message<"gateway.events.v1.AlertCrossed"> & {
+  /**
+   * Unique event id, also the webhook delivery's id.
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: string alert_id = 2;
+   */
+  alertId: string;
+
+  /**
+   * @generated from field: string account_id = 3;
+   */
+  accountId: string;
+
+  /**
+   * `low_balance` or `budget_threshold`.
+   *
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * The wallet balance after the change that crossed (credits).
+   *
+   * @generated from field: int64 balance = 5;
+   */
+  balance: bigint;
+
+  /**
+   * low_balance: the threshold in credits; budget_threshold: the month's budget in credits.
+   *
+   * @generated from field: int64 threshold = 6;
+   */
+  threshold: bigint;
+
+  /**
+   * budget_threshold: the percentage reached, and the month's spending (credits) and month (YYYY-MM).
+   *
+   * @generated from field: int32 percent = 7;
+   */
+  percent: number;
+
+  /**
+   * @generated from field: int64 spent = 8;
+   */
+  spent: bigint;
+
+  /**
+   * @generated from field: string month = 9;
+   */
+  month: string;
+
+  /**
+   * @generated from field: int64 occurred_at_unix_ms = 10;
+   */
+  occurredAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.events.v1.AlertCrossed.
+ * Use `create(AlertCrossedSchema)` to create a new message.
+ */
+export declare const AlertCrossedSchema: GenMessage<AlertCrossed>;
+
