@@ -330,7 +330,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const providers = process.env.PROVIDERS ?? simulatorProviders(system.simulatorUrl, opts.providerTimeouts);
     const grpc = (name: ServiceName, extra: Record<string, string> = {}) =>
       specs.set(name, () => ({ GRPC_HOST: '127.0.0.1', GRPC_PORT: port(name), ...extra }));
-    grpc('billing');
+    // A local system: alert webhooks may go to loopback receivers (production allows public https only).
+    grpc('billing', { ALERT_WEBHOOK_ALLOW_LOOPBACK: 'true' });
     grpc('catalog', { PROVIDERS: providers });
     const [billing, catalog] = await Promise.all([launch('billing'), launch('catalog')]);
     system.billingAddr = billing.address;
