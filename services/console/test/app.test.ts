@@ -118,6 +118,27 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect((await browser.get(`${link.pathname}${link.search}`)).statusCode).toBe(400);
   });
 
+  it('refuses weak, blank and invisible passwords on the set-password and account forms, saying what to do', async () => {
+    const email = `weak-${randomUUID()}@example.com`;
+    const link = new URL(((await admin({ account_id: accountA, email })).json() as { set_password_url: string }).set_password_url);
+    const browser = new InjectBrowser(app, ORIGIN);
+    await browser.get(`${link.pathname}${link.search}`);
+    const token = link.searchParams.get('token')!;
+    const answers = [];
+    for (const password of ['password1234', ' '.repeat(12), '\u200B'.repeat(12)]) {
+      const res = await browser.post('/set-password', { csrf_token: browser.csrf(), token, password, confirm: password });
+      answers.push([res.statusCode, /too easy to guess|only spaces or invisible characters/.test(res.body)]);
+    }
+    expect(answers).toEqual([[400, true], [400, true], [400, true]]);
+    // The link still works for an acceptable password.
+    expect((await browser.post('/set-password', { csrf_token: browser.csrf(), token, password: PASSWORD, confirm: PASSWORD })).statusCode).toBe(303);
+    const { browser: member } = await signedIn(accountA);
+    await member.get('/account');
+    const weak = await member.post('/account/password', { csrf_token: member.csrf(), current: PASSWORD, password: 'password1234', confirm: 'password1234' });
+    expect(weak.statusCode).toBe(400);
+    expect(weak.body).toContain('This password is too easy to guess.');
+  });
+
   it('refuses state-changing requests without the session CSRF token or from another origin', async () => {
     const { browser } = await signedIn(accountA);
     await browser.get(`/keys/${keyA.id}`);

@@ -1,7 +1,7 @@
 import { isTimeZone } from '@gw/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
-import { PASSWORD_MAX } from '../auth/passwords.ts';
+import { PASSWORD_MAX, passwordProblem } from '../auth/passwords.ts';
 import { lockedMessage } from '../auth/throttle.ts';
 import { formField } from '../http/forms.ts';
 import { MemberError } from '../members/members.ts';
@@ -36,6 +36,9 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     if (next !== formField(request.body, 'confirm', PASSWORD_MAX + 1)) {
       return show(request, reply, { kind: 'error', text: 'The two new passwords differ.' }, 400);
     }
+    // A new password that cannot be taken is said before the current one is checked (and counted).
+    const problem = passwordProblem(next, session.member.email);
+    if (problem) return show(request, reply, { kind: 'error', text: problem }, 400);
     // The current password is a password check like a sign-in: throttled alike, so a session left
     // open (or stolen) does not give unlimited guesses at it.
     // The session is the device: its own failures hold it back, nobody else's.

@@ -26,7 +26,7 @@ export function accountPage(opts: {
     <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX}">
     <label for="new-password">New password</label>
     <input id="new-password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="new-password-help">
-    <small id="new-password-help">At least ${PASSWORD_MIN} characters. Your other sessions end when it changes.</small>
+    <small id="new-password-help">At least ${PASSWORD_MIN} characters, not a common or easily guessed password: a passphrase of several unrelated words is best. Your other sessions end when it changes.</small>
     <label for="confirm">Repeat the new password</label>
     <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}">
     <button type="submit">Change password</button>

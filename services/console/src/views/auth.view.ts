@@ -34,7 +34,7 @@ export function setPasswordPage(opts: { csrf: string; token: string; email: stri
   <input type="text" name="username" autocomplete="username" value="${opts.email}" hidden>
   <label for="password">New password</label>
   <input id="password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="password-help">
-  <small id="password-help">At least ${PASSWORD_MIN} characters. A long passphrase is best.</small>
+  <small id="password-help">At least ${PASSWORD_MIN} characters, not a common or easily guessed password: a passphrase of several unrelated words is best.</small>
   <label for="confirm">Repeat the new password</label>
   <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}">
   <button type="submit">Set password</button>
