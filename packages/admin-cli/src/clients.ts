@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { status } from '@grpc/grpc-js';
-import { billingV1, catalogV1, createClient, RpcError } from '@gw/contracts';
+import { alertsV1, billingV1, catalogV1, createClient, RpcError } from '@gw/contracts';
 
 /** Where `pnpm start` records the addresses of the system it started. */
 export const LOCAL_RUN_FILE = resolve(process.env.GW_DATA_DIR ?? resolve(import.meta.dirname, '../../../.data'), 'local-run.json');
@@ -62,17 +63,34 @@ function reporting<T extends object>(client: T, service: string, address: string
   });
 }
 
+/** Metadata values are printable ASCII. */
+const ascii = (s: string) => s.replace(/[^\x20-\x7e]/g, '?').slice(0, 100);
+
+/** Who the audit trail records for this CLI's changes (`operator:<os user>`) and from where (`cli@<host>`). */
+export function actorMetadata(): Record<string, string> {
+  let user = process.env.USER ?? '';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry (a container's numeric user): the environment's name, if any.
+  }
+  return { 'gw-actor': `operator:${ascii(user || 'unknown')}`, 'gw-actor-origin': `cli@${ascii(hostname())}` };
+}
+
 export function clients() {
   const a = addresses();
   // A call waits REACH_WAIT_MS for its service, and up to 30 s for an answer once connected (a catalog sync asks every provider).
-  const options = { defaultTimeoutMs: 30_000, connectWaitMs: REACH_WAIT_MS };
+  const options = { defaultTimeoutMs: 30_000, connectWaitMs: REACH_WAIT_MS, metadata: actorMetadata() };
   const billing = reporting(createClient(billingV1.BillingService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
+  const alerts = reporting(createClient(alertsV1.AlertsService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
   const catalog = reporting(createClient(catalogV1.CatalogService, a.catalog, options), 'catalog', a.catalog, 'CATALOG_ADDR');
   return {
     billing,
+    alerts,
     catalog,
     close() {
       billing.close();
+      alerts.close();
       catalog.close();
     },
   };

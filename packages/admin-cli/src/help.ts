@@ -79,6 +79,9 @@ export const VIEW: View = {
     models: ['id', 'kind', 'enabled', 'price_credit_per_unit', 'aliases', 'routes'],
     // `routes health` (--json has every field).
     routes: ['provider', 'upstream_model', 'state', 'reason', 'since', 'next_probe_at', 'requests', 'error_rate', 'failing_accounts', 'latency_p50_ms', 'latency_p99_ms', 'last_error'],
+    // `alert deliveries` and `audit` (--json has the payloads too).
+    deliveries: ['delivery_id', 'type', 'status', 'attempts', 'created_at', 'next_attempt_at', 'delivered_at', 'last_error'],
+    events: ['at', 'actor', 'origin', 'action', 'details'],
   },
   format: {
     routes: (v) =>

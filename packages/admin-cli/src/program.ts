@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import type { Clients } from './clients.ts';
 import { accountCommands } from './commands/accounts.ts';
+import { alertCommands } from './commands/alerts.ts';
 import { billingOpsCommands } from './commands/billing-ops.ts';
 import { keyCommands } from './commands/keys.ts';
 import { modelCommands } from './commands/models.ts';
@@ -25,6 +26,7 @@ export function buildProgram(run: Run, json: boolean): Command {
   billingOpsCommands(program, run);
   routeCommands(program, run);
   userCommands(program, run);
+  alertCommands(program, run);
   describeAll(program);
   return program;
 }

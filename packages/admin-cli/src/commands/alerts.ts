@@ -1,0 +1,131 @@
+import type { Command } from 'commander';
+import type { Clients } from '../clients.ts';
+import { nonNegativeInt, UsageError } from '../output.ts';
+
+type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean) => Promise<void>;
+
+const iso = (ms: bigint) => (ms > 0n ? new Date(Number(ms)).toISOString() : null);
+
+/** `50,80,100` → [50, 80, 100]. */
+function percentages(raw: string): number[] {
+  if (!/^\d+(,\d+)*$/.test(raw.replaceAll(' ', ''))) throw new UsageError('--budget-thresholds is a comma-separated list of percentages, e.g. 50,80,100');
+  return raw.replaceAll(' ', '').split(',').map(Number);
+}
+
+const parse = (text: string): unknown => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+};
+
+/** Alerts on wallets (low balance, monthly budget), their webhook deliveries, and the audit trail. */
+export function alertCommands(program: Command, run: Run): void {
+  const alert = program.command('alert').description('alerts: a low balance or a monthly budget reached, sent to a webhook');
+  alert
+    .command('set')
+    .description('creates an alert with its webhook and prints its signing secret, the only time it is shown')
+    .requiredOption('--account <id>', 'account id')
+    .option('--low-balance <credits>', 'alert when the balance falls below this (0 = none)', '0')
+    .option('--monthly-budget <credits>', "alert when the month's spending reaches percentages of this (0 = none)", '0')
+    .option('--budget-thresholds <list>', 'percentages of the monthly budget, e.g. 50,80,100 (the default)')
+    .requiredOption('--webhook <url>', 'https URL that receives the alerts (Standard Webhooks)')
+    .option('--json', 'print one JSON object')
+    .action((o: { account: string; lowBalance: string; monthlyBudget: string; budgetThresholds?: string; webhook: string; json?: boolean }) =>
+      run(async (c) => {
+        const budgetThresholds = o.budgetThresholds === undefined ? [] : percentages(o.budgetThresholds);
+        const res = await c.alerts.setAlert({
+          accountId: o.account,
+          lowBalance: nonNegativeInt('--low-balance', o.lowBalance),
+          monthlyBudget: nonNegativeInt('--monthly-budget', o.monthlyBudget),
+          budgetThresholds,
+          webhookUrl: o.webhook,
+        });
+        return { alert_id: res.alertId, secret: res.secret };
+      }, !!o.json),
+    );
+  alert
+    .command('list')
+    .description("lists an account's alerts with their state (armed, the month's spending, thresholds reached)")
+    .requiredOption('--account <id>', 'account id')
+    .option('--json', 'print one JSON object')
+    .action((o: { account: string; json?: boolean }) =>
+      run(async (c) => {
+        const res = await c.alerts.listAlerts({ accountId: o.account });
+        return {
+          alerts: res.alerts.map((a) => ({
+            alert_id: a.alertId,
+            low_balance: a.lowBalance,
+            low_balance_armed: a.lowBalanceArmed,
+            monthly_budget: a.monthlyBudget,
+            budget_thresholds: a.budgetThresholds,
+            budget_month: a.budgetMonth,
+            budget_spent: a.budgetSpent,
+            budget_reached: a.budgetFired,
+            webhook: a.webhookUrl,
+            created_at: iso(a.createdAtUnixMs),
+          })),
+        };
+      }, !!o.json),
+    );
+  alert
+    .command('clear')
+    .description('removes an alert (its delivery log stays; deliveries not yet sent are dropped)')
+    .requiredOption('--alert <id>', 'alert id')
+    .option('--json', 'print one JSON object')
+    .action((o: { alert: string; json?: boolean }) =>
+      run(async (c) => {
+        await c.alerts.clearAlert({ alertId: o.alert });
+        return { alert_id: o.alert, cleared: true };
+      }, !!o.json),
+    );
+  alert
+    .command('deliveries')
+    .description("the account's webhook deliveries, newest first: status, attempts, last error")
+    .requiredOption('--account <id>', 'account id')
+    .option('--limit <n>', 'how many (1-500)', '100')
+    .option('--json', 'print one JSON object')
+    .action((o: { account: string; limit: string; json?: boolean }) =>
+      run(async (c) => {
+        const res = await c.alerts.listDeliveries({ accountId: o.account, limit: Number(nonNegativeInt('--limit', o.limit, 500n)) });
+        return {
+          deliveries: res.deliveries.map((d) => ({
+            delivery_id: d.deliveryId,
+            alert_id: d.alertId,
+            type: d.type,
+            status: d.status,
+            attempts: d.attempts,
+            last_error: d.lastError === '' ? null : d.lastError,
+            created_at: iso(d.createdAtUnixMs),
+            next_attempt_at: iso(d.nextAttemptAtUnixMs),
+            delivered_at: iso(d.deliveredAtUnixMs),
+            payload: parse(d.payload),
+          })),
+        };
+      }, !!o.json),
+    );
+
+  program
+    .command('audit')
+    .description("an account's audit trail, newest first: who changed what, when, from where (--account none: switches)")
+    .requiredOption('--account <id>', 'account id, or none for changes to no account')
+    .option('--limit <n>', 'how many (1-1000)', '200')
+    .option('--json', 'print one JSON object')
+    .action((o: { account: string; limit: string; json?: boolean }) =>
+      run(async (c) => {
+        const res = await c.alerts.listAuditEvents({ accountId: o.account === 'none' ? '' : o.account, limit: Number(nonNegativeInt('--limit', o.limit, 1000n)) });
+        return {
+          events: res.events.map((e) => ({
+            event_id: e.eventId,
+            at: iso(e.createdAtUnixMs),
+            actor: e.actor,
+            origin: e.origin,
+            action: e.action,
+            account_id: e.accountId === '' ? null : e.accountId,
+            details: parse(e.details),
+          })),
+        };
+      }, !!o.json),
+    );
+}
