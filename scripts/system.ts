@@ -4,6 +4,7 @@ import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, type 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TS_CACHE_HOOK, warmTsCache } from './ts-cache.mjs';
 
 /**
  * Starts the whole gateway as real processes: the provider simulator, every gRPC service, the
@@ -190,6 +191,7 @@ export function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
 
 export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const runDir = mkdtempSync(join(tmpdir(), 'gw-run-'));
+  warmTsCache();
   const services = new Map<ServiceName, RunningService>();
   const specs = new Map<ServiceName, () => Record<string, string>>();
   const port = (name: ServiceName) => String(opts.internalPorts === 'fixed' ? FIXED_PORTS[name] : 0);
@@ -204,7 +206,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const metricsPort = instance === name ? opts.metricsPorts?.[name] : undefined;
     const extra = { ...specs.get(name)!(), READY_FILE: readyFile, ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}), ...overrides };
     const entry = join(ROOT, 'services', name, 'src', 'main.ts');
-    const child = spawn(process.execPath, [entry], {
+    // Sources come pre-stripped (scripts/ts-cache.mjs): Node's TypeScript stripper is never loaded in a service.
+    const child = spawn(process.execPath, ['--import', TS_CACHE_HOOK, entry], {
       cwd: ROOT,
       env: childEnv(opts, name, extra),
       stdio: ['ignore', 'pipe', 'pipe'],
