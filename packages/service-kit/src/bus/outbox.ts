@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { nativePool, type PgClient } from '../db/native-pool.ts';
 import { ensureStreamFor } from './nats.ts';
-import { OutboxEvent } from './outbox-entities.ts';
+import type { OutboxEvent } from './outbox-entities.ts';
 import { DEPLOYMENT_HEADER, qualify } from './subjects.ts';
 
 export interface OutgoingEvent {
@@ -26,7 +26,8 @@ export interface OutgoingEvent {
 export function enqueueEvent(em: EntityManager, event: OutgoingEvent): void {
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
-  em.create(OutboxEvent, {
+  // The entity as the ORM registered it (createOrm loads it with the ORM, not this module).
+  em.create(em.getMetadata().getByClassName<OutboxEvent>('OutboxEvent').class, {
     subject: event.subject,
     payload: Buffer.from(event.payload),
     msgId: event.msgId,

@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { MigrationObject } from '@mikro-orm/core';
-import { Migrator } from '@mikro-orm/migrations';
-import { MikroORM, type EntityClass } from '@mikro-orm/postgresql';
-import { kitMigrations } from './kit-migrations.ts';
+import type { EntityClass, MikroORM } from '@mikro-orm/postgresql';
 import { QuerySpanLogger } from './query-spans.ts';
-import { kitEntities } from '../bus/outbox-entities.ts';
 
 /** A service's migration, in the order it must run. */
 export type NamedMigration = MigrationObject;
@@ -41,6 +38,14 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
  */
 export async function createOrm(opts: OrmOptions): Promise<MikroORM> {
   if (!SCHEMA_NAME.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
+  // Loaded here, not with the kit: a process without a database (the edge, text) never loads the
+  // ORM, its SQL builder or the driver (about 10 MiB of heap and more resident memory).
+  const [{ MikroORM }, { Migrator }, { kitMigrations }, { kitEntities }] = await Promise.all([
+    import('@mikro-orm/postgresql'),
+    import('@mikro-orm/migrations'),
+    import('./kit-migrations.ts'),
+    import('../bus/outbox-entities.ts'),
+  ]);
   const orm = await MikroORM.init({
     clientUrl: opts.databaseUrl,
     // Every connection starts with the service schema as its only search path (libpq `options`).
