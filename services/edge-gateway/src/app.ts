@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { context } from '@opentelemetry/api';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { authenticate } from './auth/authenticate.ts';
 import type { KeyRecord } from './auth/key-cache.ts';
-import { consultDeferredRateLimit } from './generation/deferred-rate-limit.ts';
 import { meterBody } from './http/body-budget.ts';
-import { exposeRepeatedHeaders } from './http/headers.ts';
 import { registerJsonBodies } from './http/json-body.ts';
 import { DEFAULT_HTTP_TIMEOUTS, serverTimeoutOptions } from './http/timeouts.ts';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './plugins/error-handler.ts';
+import { countPendingRateLimit, registerRouteChecks } from './plugins/route-checks.ts';
 import { registerTelemetry } from './plugins/telemetry.ts';
 import { registerOpenApi } from './openapi/openapi.plugin.ts';
 import { modelsRoutes } from './protocols/models.route.ts';
@@ -21,18 +18,12 @@ export type { GatewayDeps } from './deps.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route checks the account rate limit itself, in billing's Authorize call. */
-    deferRateLimit?: boolean;
     /** A messages-protocol route: every answer, errors included, also carries `request-id`. */
     messagesProtocol?: boolean;
-    /** A generation route: the operator switches pause it (step 3 of the order of checks). */
-    generation?: boolean;
     /** The route's own words for a body too large or not JSON (the rule broken, the form to send). */
     bodyHelp?: { tooLarge?: string; notJson?: string };
   }
   interface FastifyRequest {
-    /** The authenticated key; set by the auth hook on every route below the base path. */
-    apiKey: KeyRecord;
     /** The model a generation request resolved to ('' before, or on other routes). */
     resolvedModel: string;
     /** The client's own well-formed `x-request-id`, recorded beside ours ('' when none was sent). */
@@ -68,11 +59,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorateRequest('resolvedModel', '');
   app.decorateRequest('clientRequestId', '');
   registerTelemetry(app);
-  // The checks before the body (steps 2 and 3) still decide when the body cannot be read.
-  registerErrorHandling(app, DEFAULT_BODY_LIMIT, async (request) => {
-    await consultDeferredRateLimit(deps, request);
-    if (request.routeOptions.config.generation === true) deps.switches.assertGenerationAllowed();
-  });
+  // A deferred rate limit (step 2) still decides when a later step fails, the body's reading included.
+  registerErrorHandling(app, DEFAULT_BODY_LIMIT, (request) => countPendingRateLimit(deps, request));
   registerJsonBodies(app);
 
   app.addHook('onRequest', async (request, reply) => {
@@ -111,16 +99,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       // the schemas do not name).
       api.setValidatorCompiler(() => () => true);
       api.setSerializerCompiler(() => (data) => JSON.stringify(data));
-      // Order of checks (DECISIONS.md): auth, then the account rate limit, before anything else.
-      // Text generation routes defer the rate limit into billing's Authorize (see deferred-rate-limit.ts).
+      // Order of checks (DECISIONS.md): auth, the account rate limit and the operator switches,
+      // before anything else, as each route declares them (see route-checks.ts).
       // Then the body is read, its bytes reserved as they arrive (see meterBody).
-      api.addHook('onRequest', (request) =>
-        context.with(request.otel, async () => {
-          request.apiKey = await authenticate(request, deps.keys, now());
-          if (request.routeOptions.config.deferRateLimit !== true) await deps.billing.checkRateLimit({ accountId: request.apiKey.accountId });
-          exposeRepeatedHeaders(request);
-        }),
-      );
+      registerRouteChecks(api, deps, now);
       api.addHook('preParsing', async (request, reply, payload) => meterBody(deps.bodyBudget, timeouts.bodyIdleTimeoutMs, request, reply, payload));
       await api.register(modelsRoutes, deps);
       await api.register(textRoutes, deps);

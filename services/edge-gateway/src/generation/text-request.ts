@@ -18,7 +18,6 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { SseWriter, type SseFrame } from '../http/sse.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
-import { beforeAuthorize } from './deferred-rate-limit.ts';
 import { resolveModel } from './resolve-model.ts';
 import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
 
@@ -123,18 +122,16 @@ export function assertTranslatable(dialect: ClientDialect, body: Json, model: Re
 }
 
 /**
- * Steps 3 to 5 of the order of checks for a text route (switches, body, model), run under the
- * deferred rate limit: a failure here reports 429 first when the account is over its limit.
+ * Steps 4 and 5 of the order of checks for a text route (body, model); 1 to 3 are the route
+ * checks. The route defers its rate limit: a failure here reports 429 first when the account is
+ * over its limit (see route-checks.ts).
  */
 export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialect: ClientDialect, endpoint: string, parse: (raw: unknown) => Json = (raw) => validBody(dialect, raw)) {
-  return beforeAuthorize(deps, request, () => {
-    deps.switches.assertGenerationAllowed();
-    const body = parse(request.body);
-    const betas = dialect === 'messages' ? anthropicBeta(request) : '';
-    const model = resolveModel(deps, request, body.model as string, endpoint);
-    assertTranslatable(dialect, body, model);
-    return { body, model, anthropicBeta: betas };
-  });
+  const body = parse(request.body);
+  const betas = dialect === 'messages' ? anthropicBeta(request) : '';
+  const model = resolveModel(deps, request, body.model as string, endpoint);
+  assertTranslatable(dialect, body, model);
+  return { body, model, anthropicBeta: betas };
 }
 
 /**
@@ -150,8 +147,11 @@ export async function runText(
 ): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
   const { model } = call;
   const ids = { requestId: request.id, clientRequestId: request.clientRequestId };
+  // From here the deferred rate limit is Authorize's to count.
+  const checkRateLimit = request.rateLimitPending;
+  request.rateLimitPending = false;
   const hold = await holdCredits(deps.money, request.log, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, ids, {
-    checkRateLimit: true,
+    checkRateLimit,
   });
   const req = {
     requestId: hold.requestId,

@@ -62,11 +62,11 @@ function clientError(err: FastifyError, bodyLimit: number, help: { tooLarge?: st
 }
 
 /**
- * The checks that come before body validation in the order of checks and that a route runs
- * later than the HTTP layer reads the body (the deferred rate limit, the operator switches):
- * consulted before an unreadable body is reported, so their error wins.
+ * A check that comes earlier in the order of checks than the failure being answered, and that
+ * the route runs later (the deferred rate limit, see route-checks.ts): consulted before any
+ * failure is reported, so its error wins.
  */
-type CheckBefore = (request: FastifyRequest) => Promise<void>;
+type EarlierCheck = (request: FastifyRequest) => Promise<void>;
 
 const notFound = (request: FastifyRequest, reply: FastifyReply) =>
   sendError(reply, new GatewayError('not_found', `No route for ${request.method} ${quoteClientValue(request.url.split('?')[0], 128)}.`));
@@ -76,23 +76,21 @@ const notFound = (request: FastifyRequest, reply: FastifyReply) =>
  * set: domain errors as they are, client errors as `invalid_request`, unknown routes as
  * `not_found`, and anything unexpected as `upstream_error` with its cause only in the log.
  */
-export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, checksBefore: CheckBefore = async () => {}): void {
+export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, earlierCheck: EarlierCheck = async () => {}): void {
   app.setErrorHandler(async (err: FastifyError, request, reply) => {
+    try {
+      await earlierCheck(request);
+    } catch (earlier) {
+      if (earlier instanceof GatewayError) return sendError(reply, earlier);
+      request.log.warn({ err: earlier }, 'a check earlier in the order of checks could not run');
+    }
     if (err instanceof GatewayError) return sendError(reply, err);
     if (err instanceof RpcError && err.grpcCode === status.DEADLINE_EXCEEDED) {
       // One of our services did not answer before the charge (a settle retries, see billing-flow).
       return sendError(reply, new GatewayError('upstream_timeout', 'The request did not complete in time. Nothing was charged.'));
     }
     const asClient = clientError(err, request.routeOptions.bodyLimit ?? bodyLimit, request.routeOptions.config.bodyHelp);
-    if (asClient) {
-      try {
-        await checksBefore(request);
-      } catch (earlier) {
-        if (earlier instanceof GatewayError) return sendError(reply, earlier);
-        request.log.warn({ err: earlier }, 'a check before the body could not run');
-      }
-      return sendError(reply, asClient);
-    }
+    if (asClient) return sendError(reply, asClient);
     request.log.error({ err }, 'request failed unexpectedly');
     return sendError(reply, new GatewayError('upstream_error', 'The request could not be completed. It was not charged.'));
   });

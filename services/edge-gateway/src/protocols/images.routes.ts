@@ -9,14 +9,13 @@ import { resolveModel } from '../generation/resolve-model.ts';
 
 const JOB_ID = /^imgjob_[0-9a-f]{32}$/;
 
-/** Steps 3 to 5 of the order of checks, shared by both endpoints; the rest is `runImageJob`. */
+/** Steps 4 and 5 of the order of checks, shared by both endpoints (1 to 3 are the route checks); the rest is `runImageJob`. */
 function prepare(
   deps: GatewayDeps,
   request: FastifyRequest,
   endpoint: ImageJobCall['endpoint'],
   parse: (body: unknown) => ImageJobCall['request'],
 ): ImageJobCall {
-  deps.switches.assertGenerationAllowed();
   const key = idempotencyKeyOf(request.headers);
   const body = parse(request.body);
   const model = resolveModel(deps, request, body.model, endpoint);

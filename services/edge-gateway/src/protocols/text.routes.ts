@@ -52,7 +52,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   for (const { path, dialect } of PROTOCOLS) {
     const config = { deferRateLimit: true, messagesProtocol: dialect === 'messages', generation: true };
     app.post(`/${path}`, { config, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS[path] }, async (request, reply) => {
-      const { body, model, anthropicBeta: betas } = await preflightText(deps, request, dialect, path);
+      const { body, model, anthropicBeta: betas } = preflightText(deps, request, dialect, path);
       const removed = removedTools(dialect, body, model);
       // On the raw response, so that a stream's head (written there) carries it too.
       if (removed.length > 0) reply.raw.setHeader(REMOVED_TOOLS_HEADER, headerList(removed));
@@ -62,7 +62,7 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   }
 
   app.post('/chat', { config: { deferRateLimit: true, generation: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS.chat }, async (request, reply) => {
-    const { body, model } = await preflightText(deps, request, 'chat', 'chat', legacyBody);
+    const { body, model } = preflightText(deps, request, 'chat', 'chat', legacyBody);
     const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body, model });
     const choices = result!.body.choices as Array<{ message?: { content?: unknown } }> | undefined;
     const content = choices?.[0]?.message?.content;
@@ -76,7 +76,6 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
 
   // Free, but a generation request: switches and the rate limit apply; the count is the model's own.
   app.post('/messages/count_tokens', { config: { messagesProtocol: true, generation: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS['messages/count_tokens'] }, async (request) => {
-    deps.switches.assertGenerationAllowed();
     const body = countTokensBody(request.body);
     const betas = anthropicBeta(request);
     const model = resolveModel(deps, request, body.model as string, 'messages/count_tokens');

@@ -26,7 +26,6 @@ type Params = { Params: { jobId: string } };
  */
 export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   app.post('/videos/generations', { config: { generation: true, bodyHelp: VIDEO_BODY_HELP }, bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request, reply) => {
-    deps.switches.assertGenerationAllowed();
     const key = idempotencyKeyOf(request.headers);
     const body = parseVideoBody(request.body);
     const model = resolveModel(deps, request, body.model, ENDPOINT);

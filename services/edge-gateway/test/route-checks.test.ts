@@ -1,0 +1,153 @@
+import { GatewayError } from '@gw/errors';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { bearer, fakeGateway, type FakeGateway } from './support/fake-gateway.ts';
+
+/**
+ * Steps 1 to 3 of the order of checks (DECISIONS.md) over every route of the public API: which of
+ * auth, the account rate limit and the operator switches each route runs, in which order, and
+ * that nothing after a failed step runs (route-checks.ts applies them as the routes declare).
+ */
+
+let gw: FakeGateway;
+afterEach(() => gw?.app.close());
+
+type Kind = 'plain' | 'generation' | 'deferred';
+interface Route {
+  method: 'GET' | 'POST';
+  url: string;
+  /** What the route itself answers to a body missing every field (or to its GET) when no check refuses it. */
+  own: { status: number; code?: string };
+  /** plain: auth and rate limit; generation: and the switches; deferred: the rate limit counted by Authorize, or before a failure. */
+  kind: Kind;
+}
+
+const HEX = '0123456789abcdef'.repeat(2);
+const ROUTES: Route[] = [
+  { method: 'GET', url: '/v1/models', own: { status: 200 }, kind: 'plain' },
+  { method: 'GET', url: '/v1/models/m', own: { status: 200 }, kind: 'plain' },
+  { method: 'GET', url: `/v1/images/jobs/imgjob_${HEX}`, own: { status: 404, code: 'not_found' }, kind: 'plain' },
+  { method: 'GET', url: `/v1/videos/generations/vidjob_${HEX}`, own: { status: 404, code: 'not_found' }, kind: 'plain' },
+  { method: 'GET', url: `/v1/videos/generations/vidjob_${HEX}/content`, own: { status: 404, code: 'not_found' }, kind: 'plain' },
+  { method: 'POST', url: '/v1/messages/count_tokens', own: { status: 400, code: 'invalid_request' }, kind: 'generation' },
+  { method: 'POST', url: '/v1/images/generations', own: { status: 400, code: 'invalid_request' }, kind: 'generation' },
+  { method: 'POST', url: '/v1/images/edits', own: { status: 400, code: 'invalid_request' }, kind: 'generation' },
+  { method: 'POST', url: '/v1/videos/generations', own: { status: 400, code: 'invalid_request' }, kind: 'generation' },
+  { method: 'POST', url: '/v1/chat/completions', own: { status: 400, code: 'invalid_request' }, kind: 'deferred' },
+  { method: 'POST', url: '/v1/messages', own: { status: 400, code: 'invalid_request' }, kind: 'deferred' },
+  { method: 'POST', url: '/v1/responses', own: { status: 400, code: 'invalid_request' }, kind: 'deferred' },
+  { method: 'POST', url: '/v1/chat', own: { status: 400, code: 'invalid_request' }, kind: 'deferred' },
+];
+
+/** The checks each kind of route runs when none refuses and its body is then refused: in call order. */
+const CHECKS: Record<Kind, string[]> = {
+  plain: ['auth', 'rate limit'],
+  generation: ['auth', 'rate limit', 'switches'],
+  // The rate limit is billing Authorize's to count; a request failing before it counts it then.
+  deferred: ['auth', 'switches', 'rate limit'],
+};
+
+const overLimit = () => new GatewayError('rate_limit_exceeded', 'Too many requests for this account.', { limit_type: 'requests_per_minute', retry_after_seconds: 1 });
+
+/** A gateway whose three checks are watched; returns the names of the checks run, in order. */
+async function watched() {
+  gw = await fakeGateway();
+  const spies = {
+    auth: vi.spyOn(gw.deps.keys, 'get'),
+    'rate limit': vi.spyOn(gw.deps.billing, 'checkRateLimit'),
+    switches: vi.spyOn(gw.deps.switches, 'assertGenerationAllowed'),
+  };
+  const ran = () =>
+    Object.entries(spies)
+      .flatMap(([name, spy]) => spy.mock.invocationCallOrder.map((order) => ({ name, order })))
+      .sort((a, b) => a.order - b.order)
+      .map((c) => c.name);
+  return { spies, ran };
+}
+
+function send(route: Route, opts: { key?: boolean; payload?: string } = {}) {
+  const headers = { ...(opts.key === false ? {} : bearer(gw.keys.a)), ...(route.method === 'POST' ? { 'content-type': 'application/json' } : {}) };
+  return gw.app.inject({ method: route.method, url: route.url, headers, ...(route.method === 'POST' ? { payload: opts.payload ?? '{}' } : {}) });
+}
+
+describe('the route checks (order of checks, steps 1 to 3)', () => {
+  it('the table covers every route of the API', async () => {
+    gw = await fakeGateway();
+    await gw.app.ready();
+    const doc = gw.app.swagger() as { paths: Record<string, Record<string, unknown>> };
+    const documented = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path.replace(/\{[^}]+\}/g, ':p')}`));
+    const table = ROUTES.map((r) => `${r.method} ${r.url.replace(/(imgjob|vidjob)_[0-9a-f]{32}/, ':p').replace('/models/m', '/models/:p')}`);
+    expect(new Set(table)).toEqual(new Set(documented));
+  });
+
+  describe.each(ROUTES)('$method $url ($kind)', (route) => {
+    it('no check refusing: runs its checks in order, then answers itself', async () => {
+      const { ran } = await watched();
+      const res = await send(route);
+      expect([res.statusCode, res.json().error?.code]).toEqual([route.own.status, route.own.code]);
+      expect(ran()).toEqual(CHECKS[route.kind]);
+    });
+
+    it('no key: 401, and no other check runs', async () => {
+      const { spies, ran } = await watched();
+      spies['rate limit'].mockRejectedValue(overLimit());
+      gw.deps.switches.set({ maintenance: true, aiRequestsDisabled: true });
+      const res = await send(route, { key: false });
+      expect([res.statusCode, res.json().error.code]).toEqual([401, 'auth_missing_or_malformed']);
+      expect(ran()).toEqual([]);
+    });
+
+    it('over the rate limit, under maintenance, with a bad body: 429, nothing after it runs', async () => {
+      const { spies, ran } = await watched();
+      spies['rate limit'].mockRejectedValue(overLimit());
+      gw.deps.switches.set({ maintenance: true, aiRequestsDisabled: false });
+      const res = await send(route);
+      expect([res.statusCode, res.json().error.code]).toEqual([429, 'rate_limit_exceeded']);
+      // A deferred rate limit is counted once the switches refused; its 429 wins all the same.
+      expect(ran()).toEqual(route.kind === 'deferred' ? CHECKS.deferred : ['auth', 'rate limit']);
+    });
+
+    it.each([
+      [{ maintenance: true, aiRequestsDisabled: false }, 'system_maintenance'],
+      [{ maintenance: false, aiRequestsDisabled: true }, 'ai_requests_disabled'],
+    ])('switches %o with a bad body: generation routes 503, others not blocked', async (switches, code) => {
+      const { ran } = await watched();
+      gw.deps.switches.set(switches);
+      const res = await send(route);
+      const blocked = route.kind !== 'plain';
+      expect([res.statusCode, res.json().error?.code]).toEqual(blocked ? [503, code] : [route.own.status, route.own.code]);
+      expect(res.headers['retry-after']).toBe(blocked ? '60' : undefined);
+      expect(ran()).toEqual(CHECKS[route.kind]);
+    });
+  });
+
+  describe.each(ROUTES.filter((r) => r.method === 'POST'))('$method $url ($kind)', (route) => {
+    it('a body that is not JSON: the switches and the rate limit still come first', async () => {
+      const { spies } = await watched();
+      gw.deps.switches.set({ maintenance: true, aiRequestsDisabled: false });
+      let res = await send(route, { payload: '{not json' });
+      expect([res.statusCode, res.json().error.code]).toEqual([503, 'system_maintenance']);
+      spies['rate limit'].mockRejectedValue(overLimit());
+      res = await send(route, { payload: '{not json' });
+      expect([res.statusCode, res.json().error.code]).toEqual([429, 'rate_limit_exceeded']);
+      gw.deps.switches.set({ maintenance: false, aiRequestsDisabled: false });
+      res = await send(route, { payload: '{not json' });
+      expect([res.statusCode, res.json().error.code]).toEqual([429, 'rate_limit_exceeded']);
+      spies['rate limit'].mockReset();
+      res = await send(route, { payload: '{not json' });
+      expect([res.statusCode, res.json().error]).toEqual([400, { code: 'invalid_request', message: 'The request body is not valid JSON.' }]);
+    });
+  });
+
+  it('a valid text request has its rate limit counted by Authorize, not by a call of its own', async () => {
+    const { spies } = await watched();
+    const authorize = vi.fn<(req: { checkRateLimit: boolean }) => Promise<never>>(async () => {
+      throw new GatewayError('insufficient_balance', 'Not enough credits.');
+    });
+    Object.assign(gw.deps.money, { authorize });
+    const res = await gw.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(gw.keys.a), payload: { model: 'm', messages: [{ role: 'user', content: 'hi' }] } });
+    expect([res.statusCode, res.json().error.code]).toEqual([402, 'insufficient_balance']);
+    expect(authorize.mock.calls.map(([req]) => req.checkRateLimit)).toEqual([true]);
+    // Authorize refused for funds, after counting the request: not counted a second time.
+    expect(spies['rate limit']).not.toHaveBeenCalled();
+  });
+});
