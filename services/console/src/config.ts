@@ -9,8 +9,10 @@ const schema = z.object({
   CONSOLE_HOST: z.string().default('127.0.0.1'),
   CONSOLE_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   /**
-   * The origin browsers use to reach the console (e.g. `https://console.example.com`), for
-   * set-password links and the Origin check of every form. Unset: the request's own Host.
+   * The origin browsers use to reach the console (e.g. `https://console.example.com`): the only
+   * origin set-password links are built on (never the request's Host, which a client writes), and
+   * the origin every form must come from. Unset: links use the address the console listens on
+   * (local runs), and forms the request's own Host. The Helm chart sets it.
    */
   CONSOLE_PUBLIC_URL: z.url().optional(),
   DATABASE_URL: z.string().min(1),
@@ -49,7 +51,10 @@ const schema = z.object({
     }),
   SESSION_IDLE_MINUTES: minutes(30),
   SESSION_MAX_MINUTES: minutes(12 * 60),
+  /** Lifetime of an invitation link (a member who has no password yet). */
   SET_PASSWORD_TTL_MINUTES: minutes(72 * 60),
+  /** Lifetime of a password reset link (a member who has a password). */
+  RESET_PASSWORD_TTL_MINUTES: minutes(60),
   /** Sign-in throttling (growing delays, never a lock; see `src/auth/throttle.ts`). */
   LOGIN_FREE_FAILURES_PER_PAIR: z.coerce.number().int().positive().default(DEFAULT_THROTTLE.freePerPair),
   LOGIN_FREE_FAILURES_PER_EMAIL: z.coerce.number().int().positive().default(DEFAULT_THROTTLE.freePerEmail),

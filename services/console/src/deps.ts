@@ -17,6 +17,11 @@ export interface ConsoleDeps {
   logger: FastifyBaseLogger;
   /** Origin browsers use (config); undefined: the request's own scheme and Host. */
   publicOrigin: string | undefined;
+  /**
+   * The origin set-password links are built on: the configured public URL, else the address the
+   * console listens on. Never the request's Host (a forged Host would make a link to another site).
+   */
+  linkOrigin: string;
   secureCookies: boolean;
   /** Bearer token of `/internal/*`; undefined turns those routes off. */
   adminToken: string | undefined;

@@ -7,6 +7,7 @@ import { Sessions } from './auth/sessions.ts';
 import { LoginThrottle } from './auth/throttle.ts';
 import { consoleConfig } from './config.ts';
 import { consoleOrm } from './db/orm.ts';
+import { listenOrigin } from './http/origins.ts';
 import { Members } from './members/members.ts';
 
 const config = consoleConfig();
@@ -32,7 +33,12 @@ const throttle = new LoginThrottle(orm, hmac, {
   maxDelayMs: config.LOGIN_MAX_DELAY_MINUTES * minute,
   halfLifeMs: config.LOGIN_FAILURE_HALF_LIFE_MINUTES * minute,
 });
-const members = new Members(orm, hmac, sessions, config.SET_PASSWORD_TTL_MINUTES * minute);
+const members = new Members(orm, hmac, sessions, {
+  inviteMs: config.SET_PASSWORD_TTL_MINUTES * minute,
+  resetMs: config.RESET_PASSWORD_TTL_MINUTES * minute,
+});
+const publicOrigin = config.CONSOLE_PUBLIC_URL ? new URL(config.CONSOLE_PUBLIC_URL).origin : undefined;
+if (!publicOrigin) logger.warn('CONSOLE_PUBLIC_URL is not set: set-password links name the address the console listens on');
 const stopHousekeeping = startHousekeeping(
   { sessions: () => sessions.sweep(), throttle: () => throttle.sweep(), tokens: () => members.sweepTokens() },
   10 * minute,
@@ -48,7 +54,8 @@ const app = await buildApp({
   members,
   hmac,
   logger,
-  publicOrigin: config.CONSOLE_PUBLIC_URL ? new URL(config.CONSOLE_PUBLIC_URL).origin : undefined,
+  publicOrigin,
+  linkOrigin: publicOrigin ?? listenOrigin(config.CONSOLE_HOST, config.CONSOLE_PORT),
   secureCookies: !config.CONSOLE_INSECURE_COOKIES,
   adminToken: config.CONSOLE_ADMIN_TOKEN,
   trustProxy: config.CONSOLE_TRUST_PROXY,

@@ -139,6 +139,36 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect(weak.body).toContain('This password is too easy to guess.');
   });
 
+  it('builds set-password links on the configured origin whatever Host the request names; a reset is shorter lived and the member is told', async () => {
+    const email = `host-${randomUUID()}@example.com`;
+    const forged = await app.inject({
+      method: 'POST',
+      url: '/internal/members',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, host: 'evil.example', 'x-forwarded-host': 'evil.example' },
+      payload: { account_id: accountA, email },
+    });
+    const invite = forged.json() as { set_password_url: string; expires_at: string };
+    expect(new URL(invite.set_password_url).origin).toBe(ORIGIN);
+    const { browser } = await signedIn(accountA);
+    const memberEmail = /Signed in as ([^ ]+) ·/.exec((await browser.get('/keys')).body)?.[1] ?? '';
+    const reset = await app.inject({
+      method: 'POST',
+      url: '/internal/members/reset-password',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, host: 'evil.example' },
+      payload: { email: memberEmail },
+    });
+    const resetLink = reset.json() as { set_password_url: string; expires_at: string };
+    expect(new URL(resetLink.set_password_url).origin).toBe(ORIGIN);
+    expect(Date.parse(invite.expires_at) - Date.now()).toBeGreaterThan(71 * 3600_000);
+    expect(Date.parse(resetLink.expires_at) - Date.now()).toBeLessThanOrEqual(3600_000);
+    // The member sees a banner on every page and the notice on the account page, once.
+    const keys = await browser.get('/keys');
+    expect(keys.body).toContain('new security notice');
+    const account = await browser.get('/account');
+    expect(account.body).toContain('A password reset link was issued for your sign-in.');
+    expect((await browser.get('/keys')).body).not.toContain('new security notice');
+  });
+
   it('refuses state-changing requests without the session CSRF token or from another origin', async () => {
     const { browser } = await signedIn(accountA);
     await browser.get(`/keys/${keyA.id}`);

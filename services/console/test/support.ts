@@ -55,7 +55,7 @@ export async function testApp(
 ): Promise<{ app: FastifyInstance; sessions: Sessions; members: Members }> {
   const hmac = testHmac();
   const sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 });
-  const members = new Members(orm, hmac, sessions, 3600_000);
+  const members = new Members(orm, hmac, sessions, { inviteMs: 72 * 3600_000, resetMs: 3600_000 });
   const app = await buildApp({
     billing: billing.client(),
     catalog: fakeCatalog(),
@@ -65,6 +65,7 @@ export async function testApp(
     hmac,
     logger: createLogger('console-test', 'silent'),
     publicOrigin: TEST_ORIGIN,
+    linkOrigin: TEST_ORIGIN,
     secureCookies: true,
     adminToken: opts.adminToken,
     trustProxy: opts.trustProxy ?? false,

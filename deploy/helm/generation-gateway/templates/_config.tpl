@@ -64,6 +64,13 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- $_ := set $env "CONSOLE_HOST" "0.0.0.0" -}}
 {{- $_ := set $env "CONSOLE_PORT" (toString $c.port) -}}
 {{- $_ := set $env "CONSOLE_TRUST_PROXY" (toString $v.trustProxy) -}}
+{{- $publicUrl := $v.publicUrl -}}
+{{- if and (not $publicUrl) $root.Values.ingress.enabled -}}
+{{- $publicUrl = printf "%s://%s" (ternary "https" "http" (gt (len $root.Values.ingress.tls) 0)) (first $root.Values.ingress.hosts) -}}
+{{- end -}}
+{{- if $publicUrl -}}
+{{- $_ := set $env "CONSOLE_PUBLIC_URL" $publicUrl -}}
+{{- end -}}
 {{- end -}}
 {{- range $name, $value := $v.env -}}
 {{- $_ := set $env $name (toString $value) -}}

@@ -38,18 +38,48 @@ export class MemberError extends Error {
   }
 }
 
+/** How long set-password links work: an invitation (no password yet) longer than a reset. */
+export interface LinkLifetimes {
+  inviteMs: number;
+  resetMs: number;
+}
+
+/** What a member is told about their sign-in (`member_notice`; see `NOTICE_TEXT`). */
+export type NoticeKind = 'password-changed' | 'password-set' | 'invite-link-issued' | 'reset-link-issued';
+
+export const NOTICE_TEXT: Record<NoticeKind, string> = {
+  'password-changed': 'Your password was changed on the account page. Your other sessions ended.',
+  'password-set': 'Your password was set from a one-time link. Every session ended.',
+  'invite-link-issued': 'An invitation link to choose your password was issued.',
+  'reset-link-issued': 'A password reset link was issued for your sign-in. If you did not ask for it, tell your account owner; your password keeps working until the link is used.',
+};
+
+export interface MemberNotice {
+  kind: NoticeKind;
+  text: string;
+  createdAt: Date;
+  seen: boolean;
+}
+
+/** A one-time set-password link's secret, what it is for and when it stops working. */
+export interface IssuedLink {
+  token: string;
+  purpose: 'invite' | 'reset';
+  expiresAt: Date;
+}
+
 export class Members {
   readonly #orm: MikroORM;
   readonly #hmac: Hmac;
   readonly #sessions: Sessions;
-  readonly #tokenTtlMs: number;
+  readonly #links: LinkLifetimes;
   readonly #now: () => Date;
 
-  constructor(orm: MikroORM, hmac: Hmac, sessions: Sessions, tokenTtlMs: number, now: () => Date = () => new Date()) {
+  constructor(orm: MikroORM, hmac: Hmac, sessions: Sessions, links: LinkLifetimes, now: () => Date = () => new Date()) {
     this.#orm = orm;
     this.#hmac = hmac;
     this.#sessions = sessions;
-    this.#tokenTtlMs = tokenTtlMs;
+    this.#links = links;
     this.#now = now;
   }
 
@@ -94,20 +124,46 @@ export class Members {
     return { memberId: id, created: true };
   }
 
-  /** A new one-time set-password token; earlier unused tokens of the member stop working. */
-  async issueSetPasswordToken(memberId: string): Promise<string> {
+  /**
+   * A new one-time set-password link; earlier unused links of the member stop working. For a
+   * member who never set a password it is an invitation, else a reset (shorter lived). The
+   * member is told (a notice) either way.
+   */
+  async issueSetPasswordToken(memberId: string): Promise<IssuedLink> {
     const token = randomToken();
     const now = this.#now();
-    await this.#orm.em.fork().transactional(async (tx) => {
+    return this.#orm.em.fork().transactional(async (tx) => {
+      const rows = await tx.execute<{ has_password: boolean }[]>('select password_hash is not null as has_password from member where id = ? for update', [memberId]);
+      const purpose = rows[0]?.has_password ? 'reset' : 'invite';
+      const expiresAt = new Date(now.getTime() + (purpose === 'reset' ? this.#links.resetMs : this.#links.inviteMs));
       await tx.execute('delete from password_token where member_id = ? and used_at is null', [memberId]);
-      await tx.execute('insert into password_token (token_hash, member_id, created_at, expires_at) values (?, ?, ?, ?)', [
+      await tx.execute('insert into password_token (token_hash, member_id, created_at, expires_at, purpose) values (?, ?, ?, ?, ?)', [
         this.#hmac.digest('set-password', token),
         memberId,
         now,
-        new Date(now.getTime() + this.#tokenTtlMs),
+        expiresAt,
+        purpose,
       ]);
+      await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [memberId, `${purpose}-link-issued`, now]);
+      return { token, purpose, expiresAt };
     });
-    return token;
+  }
+
+  /** How many notices the member has not seen yet. */
+  async unseenNotices(memberId: string): Promise<number> {
+    const rows = await this.#orm.em.fork().execute<{ n: string }[]>('select count(*)::text as n from member_notice where member_id = ? and seen_at is null', [memberId]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** The member's latest notices, newest first; reading them marks them seen. */
+  async readNotices(memberId: string, limit = 20): Promise<MemberNotice[]> {
+    const em = this.#orm.em.fork();
+    const rows = await em.execute<{ kind: NoticeKind; created_at: Date; seen_at: Date | null }[]>(
+      'select kind, created_at, seen_at from member_notice where member_id = ? order by created_at desc, id desc limit ?',
+      [memberId, limit],
+    );
+    await em.execute('update member_notice set seen_at = ? where member_id = ? and seen_at is null', [this.#now(), memberId]);
+    return rows.map((r) => ({ kind: r.kind, text: NOTICE_TEXT[r.kind] ?? r.kind, createdAt: new Date(r.created_at), seen: r.seen_at !== null }));
   }
 
   /** The member a set-password token is for, when the token is unused and unexpired. */
@@ -128,7 +184,7 @@ export class Members {
    */
   async setPasswordWithToken(token: string, password: string): Promise<MemberRow> {
     const member = await this.tokenMember(token);
-    if (!member) throw new MemberError('token', 'This link is invalid, used or expired. Ask your operator for a new one.');
+    if (!member) throw new MemberError('token', 'This link is invalid, used or expired. Ask your account owner or operator for a new one.');
     const problem = passwordProblem(password, member.email);
     if (problem) throw new MemberError('invalid', problem);
     const hash = await hashPassword(password);
@@ -140,9 +196,10 @@ export class Members {
       );
       if (used.length === 0) return false;
       await tx.execute('update member set password_hash = ?, password_changed_at = ? where id = ?', [hash, now, member.id]);
+      await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [member.id, 'password-set', now]);
       return true;
     });
-    if (!spent) throw new MemberError('token', 'This link is invalid, used or expired. Ask your operator for a new one.');
+    if (!spent) throw new MemberError('token', 'This link is invalid, used or expired. Ask your account owner or operator for a new one.');
     await this.#sessions.revokeAll(member.id);
     return member;
   }
@@ -155,11 +212,12 @@ export class Members {
     }
     const problem = passwordProblem(next, member.email);
     if (problem) throw new MemberError('invalid', problem);
-    await this.#orm.em.fork().execute('update member set password_hash = ?, password_changed_at = ? where id = ?', [
-      await hashPassword(next),
-      this.#now(),
-      memberId,
-    ]);
+    const hash = await hashPassword(next);
+    const now = this.#now();
+    await this.#orm.em.fork().transactional(async (tx) => {
+      await tx.execute('update member set password_hash = ?, password_changed_at = ? where id = ?', [hash, now, memberId]);
+      await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [memberId, 'password-changed', now]);
+    });
     await this.#sessions.revokeAll(memberId, keepSession);
     await this.endPendingLinks(memberId);
   }

@@ -13,6 +13,7 @@ import { noticeFrom, viewerFor } from './viewer.ts';
 export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   const show = async (request: FastifyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200) => {
     const ctx = await viewerFor(request, deps);
+    const notices = await deps.members.readNotices(ctx.member.memberId);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -22,6 +23,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
           accountTimeZone: ctx.accountTimeZone,
           memberTimeZone: ctx.member.timeZone,
           zones: timeZoneChoices(ctx.accountTimeZone),
+          notices,
           notice,
         }).value,
       );

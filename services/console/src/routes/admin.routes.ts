@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { RouteDeps } from '../deps.ts';
 import { safeEqual } from '../auth/secrets.ts';
-import { EMAIL_MAX, MemberError } from '../members/members.ts';
+import { setPasswordUrl } from '../http/origins.ts';
+import { EMAIL_MAX, MemberError, type IssuedLink } from '../members/members.ts';
 
 const CreateMember = z.object({
   account_id: z.string().max(64),
@@ -16,6 +17,11 @@ const CreateMember = z.object({
 });
 
 const ResetPassword = z.object({ email: z.string().max(EMAIL_MAX) });
+
+/** A set-password link as the operator's answers give it: on the configured origin only. */
+export function linkFields(deps: Pick<RouteDeps, 'linkOrigin'>, link: IssuedLink): { set_password_url: string; expires_at: string } {
+  return { set_password_url: setPasswordUrl(deps.linkOrigin, link.token), expires_at: link.expiresAt.toISOString() };
+}
 
 const fail = (code: string, message: string) => ({ error: { code, message } });
 
@@ -70,9 +76,8 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       const password = await deps.members.setGeneratedPassword(member.memberId);
       return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, password });
     }
-    const secret = await deps.members.issueSetPasswordToken(member.memberId);
-    const url = `${deps.originOf(request)}/set-password?token=${encodeURIComponent(secret)}`;
-    return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, set_password_url: url });
+    const link = await deps.members.issueSetPasswordToken(member.memberId);
+    return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, ...linkFields(deps, link) });
   });
 
   /**
@@ -84,9 +89,8 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     if (!parsed.success) return reply.code(400).send(fail('invalid_request', 'Send {"email"} as JSON.'));
     const member = await deps.members.byEmail(parsed.data.email);
     if (!member) return reply.code(404).send(fail('not_found', 'No member with this e-mail address.'));
-    const secret = await deps.members.issueSetPasswordToken(member.id);
-    request.log.info({ member: member.id }, 'password reset link issued by operator');
-    const url = `${deps.originOf(request)}/set-password?token=${encodeURIComponent(secret)}`;
-    return reply.code(200).send({ user_id: member.id, set_password_url: url });
+    const link = await deps.members.issueSetPasswordToken(member.id);
+    request.log.info({ member: member.id, purpose: link.purpose }, 'set-password link issued by operator');
+    return reply.code(200).send({ user_id: member.id, ...linkFields(deps, link) });
   });
 }

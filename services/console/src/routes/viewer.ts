@@ -16,8 +16,9 @@ export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promi
   const session = request.memberSession!;
   const { member } = session;
   // The balance is in every page's header; a page still shows when billing cannot tell it.
-  const [account, balance] = await Promise.all([
+  const [account, unseenNotices, balance] = await Promise.all([
     deps.billing.getAccount({ accountId: member.accountId }),
+    deps.members.unseenNotices(member.memberId),
     deps.billing.getWallet({ accountId: member.accountId }).then(
       (w) => w.balance,
       (err: unknown) => {
@@ -36,6 +37,7 @@ export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promi
       timeZone: member.timeZone ?? account.timeZone,
       csrf: sessionCsrfToken(deps.hmac, session.idHash),
       balance,
+      unseenNotices,
     },
   };
 }

@@ -1,4 +1,6 @@
 import { PASSWORD_MAX, PASSWORD_MIN } from '../auth/passwords.ts';
+import type { MemberNotice } from '../members/members.ts';
+import { formatTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, page, type Notice, type Viewer } from './layout.ts';
 
@@ -7,6 +9,7 @@ export function accountPage(opts: {
   accountTimeZone: string;
   memberTimeZone: string | null;
   zones: string[];
+  notices: MemberNotice[];
   notice?: Notice | undefined;
 }): SafeHtml {
   const { viewer } = opts;
@@ -16,6 +19,17 @@ export function accountPage(opts: {
   <dt>Account</dt><dd>${viewer.accountName} <small class="muted">(${viewer.accountId})</small></dd>
   <dt>Account time zone</dt><dd>${opts.accountTimeZone} <small class="muted">(key limit days and months follow it)</small></dd>
 </dl>
+
+<section aria-labelledby="notices-heading">
+  <h2 id="notices-heading">Security notices</h2>
+  ${
+    opts.notices.length === 0
+      ? html`<p class="muted">Nothing has happened to your sign-in yet.</p>`
+      : html`<ul class="security-notices">${opts.notices.map(
+          (n) => html`<li${n.seen ? '' : html` class="unseen"`}><time datetime="${n.createdAt.toISOString()}">${formatTime(BigInt(n.createdAt.getTime()), viewer.timeZone)}</time> ${n.seen ? '' : html`<strong>New:</strong> `}${n.text}</li>`,
+        )}</ul>`
+  }
+</section>
 
 <section aria-labelledby="password-heading">
   <h2 id="password-heading">Change password</h2>

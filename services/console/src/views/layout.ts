@@ -12,6 +12,8 @@ export interface Viewer {
   csrf: string;
   /** The wallet balance in credits, shown in every page's header; undefined when billing could not say. */
   balance: bigint | undefined;
+  /** Security notices about the member's sign-in not seen yet (a password changed, a link issued). */
+  unseenNotices: number;
 }
 
 export interface Notice {
@@ -98,7 +100,11 @@ export function page(opts: { title: string; path: string; viewer: Viewer; notice
   const footer = html`<footer class="container site-footer">
   <small>Signed in as ${viewer.email} · account ${viewer.accountName} · times in ${viewer.timeZone} · 1 credit = 1 VND</small>
 </footer>`;
-  return document(opts.title, header, [noticeBox(opts.notice), opts.body], footer);
+  const security =
+    viewer.unseenNotices > 0 && opts.path !== '/account'
+      ? html`<p class="security-banner" role="status"><a href="/account#notices-heading">${viewer.unseenNotices === 1 ? 'A new security notice' : `${viewer.unseenNotices} new security notices`} about your sign-in: read ${viewer.unseenNotices === 1 ? 'it' : 'them'} on the account page.</a></p>`
+      : '';
+  return document(opts.title, header, [security, noticeBox(opts.notice), opts.body], footer);
 }
 
 /** A page for someone not signed in (login, set password, errors before login). */
