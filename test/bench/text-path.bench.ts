@@ -46,7 +46,7 @@ try {
   const route = { provider: MODEL.provider!, upstreamModel: MODEL.upstreamModel!, priority: 0, weight: 1 };
   let held = '';
 
-  // The same messages the gateway sends for this request (see billing-flow.ts and text-request.ts).
+  // The same messages the gateway sends for this request (see metering.ts and text-request.ts).
   const legs: Array<[string, () => Promise<unknown>]> = [
     ['gateway, HTTP round trip alone (GET /healthz)', () => get(healthz)],
     [

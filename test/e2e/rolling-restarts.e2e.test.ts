@@ -4,8 +4,9 @@ import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningSystem, ServiceName } from '../../scripts/system.ts';
-import { holdCredits, releaseHold, settleHold, type SettleCalls } from '../../services/edge-gateway/src/generation/billing-flow.ts';
+import { holdCredits, releaseHold, settleHold, type HoldSpec, type SettleCalls } from '../../services/edge-gateway/src/generation/metering.ts';
 import type { ResolvedModel } from '../../services/edge-gateway/src/state/catalog-cache.ts';
+import type { KeyRecord } from '../../services/edge-gateway/src/auth/key-cache.ts';
 import { balanceOf, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
@@ -150,7 +151,7 @@ interface Fault {
   times: number;
 }
 
-// The gateway's billing steps (billing-flow.ts) against the real billing, with the answers of its
+// The gateway's billing steps (metering.ts) against the real billing, with the answers of its
 // calls lost or the calls never delivered: a retry finds the one hold and the one charge, and a
 // settle that is never answered is taken back, so the client's "not charged" is the truth.
 describe('money calls whose answers are lost', () => {
@@ -158,6 +159,7 @@ describe('money calls whose answers are lost', () => {
   // 1 credit a token: a charge of 40 tokens is 40 credits.
   const model = { id: 'gpt-sim-mini', unit: billingV1.BillingUnit.MILLION_TOKENS, price: 1_000_000n } as ResolvedModel;
   const log = { info() {}, warn() {}, error() {} } as never;
+  const textHold = (key: KeyRecord): HoldSpec => ({ key, model, endpoint: 'chat/completions', worstUnits: 100n, text: true, requestId: randomUUID(), clientRequestId: '', checkRateLimit: false });
   let money: MoneyCalls & { close(): void };
   let billing: ServiceClient<MethodsOf<typeof billingV1.BillingService>> & { close(): void };
 
@@ -175,7 +177,7 @@ describe('money calls whose answers are lost', () => {
     const { accountId, keyId } = await fundedAccount(system, funded);
     const calls: SettleCalls = { money: faulty(money, faults), billing };
     const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
-    const hold = await holdCredits(calls.money, log, key, model, 'chat/completions', 100n, true, { requestId: randomUUID(), clientRequestId: '' }, { retries: fast });
+    const hold = await holdCredits(calls.money, log, textHold(key), fast);
     return { funded, accountId, calls, hold };
   }
 
@@ -204,7 +206,7 @@ describe('money calls whose answers are lost', () => {
     const { accountId, keyId } = await fundedAccount(system, 1_000);
     const lost = faulty(money, { authorize: { kind: 'lost', times: Infinity } });
     const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
-    const err = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { requestId: randomUUID(), clientRequestId: '' }, { retries: fast }).catch((e: unknown) => e);
+    const err = await holdCredits(lost, log, textHold(key), fast).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RpcError);
     // Released in the background, not left to the sweeper's 30 minutes of 100 credits held.
     await vi.waitFor(async () => expect(await balanceOf(system, accountId)).toBe(1_000), { timeout: 10_000, interval: 100 });
@@ -217,7 +219,7 @@ describe('money calls whose answers are lost', () => {
     if (new Date().getSeconds() > 50) await sleep((61 - new Date().getSeconds()) * 1000); // one minute window
     const lost = faulty(money, { authorize: { kind: 'lost', times: 1 } });
     const key = { keyId, accountId, revokedAtMs: 0, expiresAtMs: 0 };
-    const hold = await holdCredits(lost, log, key, model, 'chat/completions', 100n, true, { requestId: randomUUID(), clientRequestId: '' }, { retries: fast, checkRateLimit: true });
+    const hold = await holdCredits(lost, log, { ...textHold(key), checkRateLimit: true }, fast);
     expect(await balanceOf(system, accountId)).toBe(900);
     expect(await settleHold({ money, billing }, log, hold, { units: 40n }, fast)).toEqual({ creditCharged: 40n, balanceAfter: 960n });
   }, 30_000);

@@ -151,3 +151,34 @@ describe('the route checks (order of checks, steps 1 to 3)', () => {
     expect(spies['rate limit']).not.toHaveBeenCalled();
   });
 });
+
+describe('metering holds (generation/metering.ts)', () => {
+  type Authorize = { checkRateLimit: boolean; requestId: string; clientRequestId: string; text: boolean; worstUnits: bigint; endpoint: string };
+  const refuse = () =>
+    vi.fn<(req: Authorize) => Promise<never>>(async () => {
+      throw new GatewayError('insufficient_balance', 'Not enough credits.');
+    });
+
+  it('an image hold is the media job\'s, with the client\'s id beside it; its rate limit was counted before', async () => {
+    const { spies } = await watched();
+    const authorize = refuse();
+    const jobId = `imgjob_${HEX}`;
+    Object.assign(gw.deps.money, { authorize });
+    Object.assign(gw.deps.media, { beginImageJob: async () => ({ jobId }), abandonImageJob: async () => ({}) });
+    const res = await gw.app.inject({ method: 'POST', url: '/v1/images/generations', headers: { ...bearer(gw.keys.a), 'x-request-id': 'client-id-1' }, payload: { model: 'img', prompt: 'a cat', n: 2 } });
+    expect([res.statusCode, res.json().error.code, res.headers['x-request-id']]).toEqual([402, 'insufficient_balance', jobId]);
+    expect(authorize.mock.calls.map(([req]) => req)).toEqual([
+      expect.objectContaining({ checkRateLimit: false, requestId: jobId, clientRequestId: 'client-id-1', text: false, worstUnits: 2n, endpoint: 'images/generations' }),
+    ]);
+    expect(spies['rate limit']).toHaveBeenCalledTimes(1);
+  });
+
+  it('a text hold is the request\'s, of the worst case in tokens', async () => {
+    await watched();
+    const authorize = refuse();
+    Object.assign(gw.deps.money, { authorize });
+    const res = await gw.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(gw.keys.a), payload: { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] } });
+    expect(authorize.mock.calls.map(([req]) => req)).toEqual([expect.objectContaining({ requestId: res.headers['x-request-id'], clientRequestId: '', text: true, endpoint: 'chat/completions' })]);
+    expect(authorize.mock.calls[0]![0].worstUnits).toBeGreaterThan(10n);
+  });
+});

@@ -4,7 +4,7 @@ import { GatewayError } from '@gw/errors';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
-import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
+import { holdFor, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './metering.ts';
 import type { ImageEditRequest, ImageGenerationRequest } from './image-request.ts';
 import { IN_BACKGROUND, untilAnswered } from './retries.ts';
 import { routesOf } from './text-request.ts';
@@ -107,10 +107,7 @@ export async function runImageJob(deps: GatewayDeps, request: FastifyRequest, re
   try {
     // The job id is the hold's id: should this gateway die before the job is finished, media
     // abandons the job later and billing gives that hold back (released, or refunded if charged).
-    hold = await holdCredits(deps.money, log, request.apiKey, call.model, call.endpoint, BigInt(call.request.n), false, {
-      requestId: jobId,
-      clientRequestId: request.clientRequestId,
-    });
+    hold = await holdFor(deps, request, { model: call.model, endpoint: call.endpoint, worstUnits: BigInt(call.request.n), text: false, requestId: jobId, log });
   } catch (err) {
     await abandon();
     throw err;

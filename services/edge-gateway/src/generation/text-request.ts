@@ -14,12 +14,12 @@ import {
   withoutNullFields,
   type Dialect,
 } from '@gw/translate';
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { SseWriter, type SseFrame } from '../http/sse.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { resolveModel } from './resolve-model.ts';
-import { holdCredits, releaseHold, serviceObject, settleHold, type Charge, type Hold } from './billing-flow.ts';
+import { holdFor, releaseHold, serviceObject, settleText, type Charge, type Hold } from './metering.ts';
 
 type Json = Record<string, unknown>;
 export type ClientDialect = Exclude<Dialect, 'gemini'>;
@@ -68,12 +68,6 @@ export function routesOf(model: ResolvedModel): catalogV1.Route[] {
 /** Worst case for the hold (DECISIONS.md): an input bound needing no provider call + the output cap. */
 function worstTokens(dialect: Dialect, body: Json, model: ResolvedModel): bigint {
   return BigInt(estimateInputTokensUpperBound(body) + (maxOutputTokens(dialect, body) ?? model.limits.maxOutputTokens));
-}
-
-/** Settles a text hold from the provider's usage; no usage = minimum charge and reconciliation. */
-export function settleText(deps: GatewayDeps, log: FastifyBaseLogger, hold: Hold, usage: textV1.Usage | undefined): Promise<Charge> {
-  if (!usage) return settleHold(deps, log, hold, { units: 0n, reconcile: true });
-  return settleHold(deps, log, hold, { units: usage.billableTokens, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
 }
 
 export interface TextCall {
@@ -146,13 +140,7 @@ export async function runText(
   call: TextCall,
 ): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
   const { model } = call;
-  const ids = { requestId: request.id, clientRequestId: request.clientRequestId };
-  // From here the deferred rate limit is Authorize's to count.
-  const checkRateLimit = request.rateLimitPending;
-  request.rateLimitPending = false;
-  const hold = await holdCredits(deps.money, request.log, request.apiKey, model, call.endpoint, worstTokens(call.dialect, call.body, model), true, ids, {
-    checkRateLimit,
-  });
+  const hold = await holdFor(deps, request, { model, endpoint: call.endpoint, worstUnits: worstTokens(call.dialect, call.body, model), text: true });
   const req = {
     requestId: hold.requestId,
     dialect: PROTO_DIALECT[call.dialect],

@@ -86,7 +86,7 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number, e
     }
     if (err instanceof GatewayError) return sendError(reply, err);
     if (err instanceof RpcError && err.grpcCode === status.DEADLINE_EXCEEDED) {
-      // One of our services did not answer before the charge (a settle retries, see billing-flow).
+      // One of our services did not answer before the charge (a settle retries, see metering.ts).
       return sendError(reply, new GatewayError('upstream_timeout', 'The request did not complete in time. Nothing was charged.'));
     }
     const asClient = clientError(err, request.routeOptions.bodyLimit ?? bodyLimit, request.routeOptions.config.bodyHelp);

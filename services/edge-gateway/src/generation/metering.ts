@@ -1,10 +1,22 @@
-import { RpcError, type billingV1, type MethodsOf, type MoneyCalls, type ServiceClient } from '@gw/contracts';
+import { RpcError, type billingV1, type MethodsOf, type MoneyCalls, type ServiceClient, type textV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Options as RetryOptions } from 'p-retry';
 import type { KeyRecord } from '../auth/key-cache.ts';
+import type { GatewayDeps } from '../deps.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { IN_BACKGROUND, ON_REQUEST, untilAnswered } from './retries.ts';
+
+/*
+ * Metering of the requests the edge answers itself, text and images: hold the worst case before
+ * the provider runs (`holdFor`, `holdCredits`), then settle to the actual use (`settleHold`,
+ * `settleText`) or release on failure (`releaseHold`); each hold is settled or released once.
+ *
+ * Video is metered by video-jobs (`services/video-jobs/src/domain/billing-port.ts`), not here: a
+ * video job outlives the request that creates it (the provider works for minutes after the
+ * answer, the job can fail and be refunded later, a replica dying mid-creation is recovered by a
+ * sweep), so the process that owns the job owns its charge. The edge only forwards the creation.
+ */
 
 /** Credits held for one generation request; settled or released exactly once. */
 export interface Hold {
@@ -20,41 +32,49 @@ export interface Charge {
   balanceAfter: bigint;
 }
 
+/** What one request asks billing to hold. */
+export interface HoldSpec {
+  /** Whose credits, by which key. */
+  key: KeyRecord;
+  model: ResolvedModel;
+  /** Endpoint path below the base path (`chat/completions`, `images/edits`...). */
+  endpoint: string;
+  /** Worst-case quantity in the model's unit (tokens or images) the hold covers. */
+  worstUnits: bigint;
+  /** A text endpoint: billing applies reconciliation and the per-key token limits. */
+  text: boolean;
+  /** The request's id in billing (the `x-request-id` the client sees). */
+  requestId: string;
+  /** The client's own `x-request-id`, recorded beside ours ('' when none). */
+  clientRequestId: string;
+  /** Count the account rate limit first, in the same call: the route deferred step 2 to here. */
+  checkRateLimit: boolean;
+}
+
 /**
  * Steps 6 and 8 of the order of checks in one billing call: key state (reconciliation, per-key
- * limits), then the hold of the worst-case cost; with `checkRateLimit`, step 2 first (the route
- * deferred it). Refusals arrive as domain errors. `ids.requestId` is the request's id in billing
- * (the `x-request-id` the client sees); `ids.clientRequestId` the client's own, recorded beside it.
+ * limits), then the hold of the worst-case cost; with `checkRateLimit`, step 2 first. Refusals
+ * arrive as domain errors.
  */
-export async function holdCredits(
-  billing: MoneyCalls,
-  log: FastifyBaseLogger,
-  key: KeyRecord,
-  model: ResolvedModel,
-  endpoint: string,
-  worstUnits: bigint,
-  text: boolean,
-  ids: { requestId: string; clientRequestId: string },
-  opts: { checkRateLimit?: boolean; retries?: RetryOptions } = {},
-): Promise<Hold> {
-  const { requestId } = ids;
+export async function holdCredits(billing: MoneyCalls, log: FastifyBaseLogger, spec: HoldSpec, retries: RetryOptions = ON_REQUEST): Promise<Hold> {
+  const { key, model, requestId } = spec;
   const authorize = () =>
     billing.authorize({
       requestId,
-      clientRequestId: ids.clientRequestId,
+      clientRequestId: spec.clientRequestId,
       accountId: key.accountId,
       keyId: key.keyId,
-      endpoint,
+      endpoint: spec.endpoint,
       model: model.id,
       unit: model.unit,
       pricePerUnit: model.price,
-      worstUnits,
-      text,
-      checkRateLimit: opts.checkRateLimit ?? false,
+      worstUnits: spec.worstUnits,
+      text: spec.text,
+      checkRateLimit: spec.checkRateLimit,
     });
   // Idempotent by request id: a retry after a lost answer finds the one hold.
   try {
-    await untilAnswered(authorize, opts.retries ?? ON_REQUEST);
+    await untilAnswered(authorize, retries);
   } catch (err) {
     // Never answered: billing may have taken the hold all the same. It is given back once billing
     // is reachable again, not left to the sweeper's 30 minutes of a smaller available balance.
@@ -62,6 +82,23 @@ export async function holdCredits(
     throw err;
   }
   return { requestId, accountId: key.accountId, unit: model.unit, price: model.price };
+}
+
+/**
+ * The hold of a request of the public API: its key and ids from the request, and the account rate
+ * limit counted in the same call when the route deferred it (`rateLimitPending`, see
+ * route-checks.ts); from here on it is billing's to count. `requestId` defaults to the request's
+ * id (a media job's id for images).
+ */
+export function holdFor(
+  deps: Pick<GatewayDeps, 'money'>,
+  request: FastifyRequest,
+  hold: Pick<HoldSpec, 'model' | 'endpoint' | 'worstUnits' | 'text'> & { requestId?: string; log?: FastifyBaseLogger },
+): Promise<Hold> {
+  const checkRateLimit = request.rateLimitPending;
+  request.rateLimitPending = false;
+  const { log = request.log, requestId = request.id, ...spec } = hold;
+  return holdCredits(deps.money, log, { ...spec, key: request.apiKey, requestId, clientRequestId: request.clientRequestId, checkRateLimit });
 }
 
 /** The billing calls of a settlement: settle over the exchange; release and refund to take a charge back. */
@@ -102,6 +139,12 @@ export async function settleHold(
     void undoCharge(calls.billing, hold, log);
     throw new GatewayError('upstream_error', 'Billing did not confirm the charge of this request, so it is not charged: its hold is given back.');
   }
+}
+
+/** Settles a text hold from the provider's usage; no usage = minimum charge and reconciliation. */
+export function settleText(calls: SettleCalls, log: FastifyBaseLogger, hold: Hold, usage: textV1.Usage | undefined): Promise<Charge> {
+  if (!usage) return settleHold(calls, log, hold, { units: 0n, reconcile: true });
+  return settleHold(calls, log, hold, { units: usage.billableTokens, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
 }
 
 /**
