@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { accessLog } from '@gw/service-kit';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { KeyRecord } from './auth/key-cache.ts';
 import { meterBody } from './http/body-budget.ts';
 import { registerJsonBodies } from './http/json-body.ts';
@@ -70,19 +71,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     // The Anthropic SDK reads its request id from `request-id`; set before auth and body parsing can fail.
     if (request.routeOptions.config.messagesProtocol === true) reply.header('request-id', request.id);
   });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-        account: request.apiKey?.accountId,
-        ...(request.clientRequestId === '' ? {} : { clientRequestId: request.clientRequestId }),
-      },
-      'request',
-    );
-  });
+  app.addHook(
+    'onResponse',
+    accessLog<FastifyRequest, FastifyReply>((request) => ({
+      account: request.apiKey?.accountId,
+      ...(request.clientRequestId === '' ? {} : { clientRequestId: request.clientRequestId }),
+    })),
+  );
 
   await registerOpenApi(app, deps.basePath);
 
