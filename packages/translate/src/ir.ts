@@ -62,7 +62,22 @@ export interface ToolResultPart {
   isError?: boolean;
 }
 
-export type Part = TextPart | ImagePart | ToolCallPart | ToolResultPart;
+/**
+ * The model's reasoning in an assistant turn: its readable text (thinking, or a summary of it) and
+ * the provider's opaque proof of it, which goes back only to a provider of `source` (reasoning.ts).
+ */
+export interface ReasoningPart {
+  type: 'reasoning';
+  text: string;
+  /** The provider's own value: an Anthropic signature (or redacted data), a Gemini thoughtSignature. */
+  signature?: string;
+  /** The dialect of the provider that made `signature`. */
+  source?: Dialect;
+  /** Anthropic's redacted thinking: `signature` holds its encrypted `data`, there is no text. */
+  redacted?: true;
+}
+
+export type Part = TextPart | ImagePart | ToolCallPart | ToolResultPart | ReasoningPart;
 
 /**
  * Tool results travel in `user` messages, as in the messages and gemini dialects. A `system`
@@ -126,12 +141,12 @@ export interface IrRequest {
 export type StopReason = 'end' | 'stop_sequence' | 'max_tokens' | 'tool_use' | 'content_filter';
 
 export interface IrResponse {
-  parts: Array<TextPart | ToolCallPart>;
+  parts: Array<TextPart | ToolCallPart | ReasoningPart>;
   stopReason: StopReason;
   usage?: Usage;
 }
 
-export type BlockStart = { type: 'text' } | { type: 'tool_call'; id: string; name: string };
+export type BlockStart = { type: 'text' } | { type: 'tool_call'; id: string; name: string } | { type: 'reasoning' };
 
 /**
  * Stream events. Blocks are numbered by `index` in output order and never interleave: a parser
@@ -143,6 +158,9 @@ export type StreamEvent =
   | { type: 'block_start'; index: number; block: BlockStart }
   | { type: 'text_delta'; index: number; text: string }
   | { type: 'tool_args_delta'; index: number; json: string }
+  | { type: 'reasoning_delta'; index: number; text: string }
+  /** The provider's proof of a reasoning block (see {@link ReasoningPart}), before its `block_stop`. */
+  | { type: 'reasoning_signature'; index: number; signature: string; source: Dialect; redacted?: true }
   | { type: 'block_stop'; index: number }
   | { type: 'finish'; stopReason: StopReason; usage?: Usage }
   | ({ type: 'error' } & StreamFailure);

@@ -493,6 +493,38 @@ export const UPSTREAM_STREAMS: Record<Dialect, SseEvent[]> = {
   ],
 };
 
+/**
+ * The upstream answers without the reasoning they start with (Anthropic thinking, Gemini thoughts
+ * and thought signatures): the checks of text, calls, stop reasons and usage compare these, and
+ * reasoning.test.ts checks where the reasoning goes.
+ */
+export const PLAIN_UPSTREAM_RESPONSES: Record<Dialect, Record<string, unknown>> = {
+  ...UPSTREAM_RESPONSES,
+  messages: {
+    ...UPSTREAM_RESPONSES.messages,
+    content: (UPSTREAM_RESPONSES.messages.content as Array<{ type: string }>).filter((b) => b.type !== 'thinking'),
+  },
+  gemini: {
+    ...UPSTREAM_RESPONSES.gemini,
+    candidates: [
+      {
+        content: { role: 'model', parts: [{ text: 'Let me check.' }, { functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] },
+        finishReason: 'STOP',
+        index: 0,
+      },
+    ],
+  },
+};
+
+/** `UPSTREAM_STREAMS` without the thinking block the messages stream starts with (the others have none). */
+export const PLAIN_UPSTREAM_STREAMS: Record<Dialect, SseEvent[]> = {
+  ...UPSTREAM_STREAMS,
+  messages: UPSTREAM_STREAMS.messages.filter((e) => {
+    const data = e.data as { type: string; index?: number };
+    return !(data.type.startsWith('content_block_') && data.index === 0);
+  }),
+};
+
 // ---------------------------------------------------------------------------------------------
 // Streams as the emitters must write them for CTX. `args` are the argument deltas of the call:
 // gemini sends a call whole, the others in pieces; `reasoning` the upstream's thinking tokens.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { extractUsage, translateResponse, type Dialect } from '../src/index.ts';
-import { CTX, DEFAULT_SETTINGS, DIALECTS, ECHOED_SETTINGS, RESPONSES, SETTINGS_REQUEST, UPSTREAM_RESPONSES, UPSTREAM_USAGE, USAGE } from './fixtures.ts';
+import { CTX, DEFAULT_SETTINGS, DIALECTS, ECHOED_SETTINGS, PLAIN_UPSTREAM_RESPONSES, RESPONSES, SETTINGS_REQUEST, UPSTREAM_RESPONSES, UPSTREAM_USAGE, USAGE } from './fixtures.ts';
 
 const pairs = DIALECTS.flatMap((from) => DIALECTS.filter((to) => to !== from).map((to) => [from, to] as const));
 
@@ -13,7 +13,7 @@ function targetBody(from: Dialect, to: Dialect): Record<string, unknown> {
 
 describe('translateResponse across dialects', () => {
   it.each(pairs)('%s → %s gives the target wire body', (from, to) => {
-    expect(translateResponse(from, to, UPSTREAM_RESPONSES[from], CTX)).toEqual(targetBody(from, to));
+    expect(translateResponse(from, to, PLAIN_UPSTREAM_RESPONSES[from], CTX)).toEqual(targetBody(from, to));
   });
 
   it.each(pairs)('%s → %s → back keeps text, tool call, stop reason and usage', (from, via) => {
@@ -152,12 +152,12 @@ const OTHERS = ['chat', 'messages', 'gemini'] as const;
 
 describe('responses bodies translated from other dialects', () => {
   it.each(OTHERS)('%s → responses echoes the request settings', (from) => {
-    const out = translateResponse(from, 'responses', UPSTREAM_RESPONSES[from], { ...CTX, request: SETTINGS_REQUEST });
+    const out = translateResponse(from, 'responses', PLAIN_UPSTREAM_RESPONSES[from], { ...CTX, request: SETTINGS_REQUEST });
     expect(out).toEqual({ ...targetBody(from, 'responses'), ...ECHOED_SETTINGS });
   });
 
   it.each(OTHERS)('%s → responses shows the API defaults for settings the request leaves out', (from) => {
-    const out = translateResponse(from, 'responses', UPSTREAM_RESPONSES[from], { ...CTX, request: { model: 'public-model', input: 'Hi' } });
+    const out = translateResponse(from, 'responses', PLAIN_UPSTREAM_RESPONSES[from], { ...CTX, request: { model: 'public-model', input: 'Hi' } });
     expect(out).toMatchObject(DEFAULT_SETTINGS);
   });
 

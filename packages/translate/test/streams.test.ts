@@ -9,6 +9,7 @@ import {
   DIALECTS,
   ECHOED_SETTINGS,
   EMITTED_STREAMS,
+  PLAIN_UPSTREAM_STREAMS,
   SETTINGS_REQUEST,
   UPSTREAM_STREAMS,
   UPSTREAM_USAGE,
@@ -52,7 +53,7 @@ function collect(dialect: Dialect, events: SseEvent[]) {
 
 describe('stream translation across dialects', () => {
   it.each(pairs)('%s → %s produces the exact event sequence of the target', (from, to) => {
-    const { out, usage } = run(from, to, UPSTREAM_STREAMS[from]);
+    const { out, usage } = run(from, to, PLAIN_UPSTREAM_STREAMS[from]);
     expect(out).toEqual(EMITTED_STREAMS[to](argDeltas(from), UPSTREAM_USAGE[from].reasoningTokens));
     expect(usage).toEqual(UPSTREAM_USAGE[from]);
   });
@@ -86,7 +87,7 @@ const ORDER: Record<Dialect, RegExp> = {
   chat: /^(delta )+finish usage \[DONE\]$/,
   messages: /^message_start (content_block_start (content_block_delta )*content_block_stop )+message_delta message_stop$/,
   responses:
-    /^response\.created response\.in_progress (response\.output_item\.added (response\.content_part\.added (response\.output_text\.delta )+response\.output_text\.done response\.content_part\.done |(response\.function_call_arguments\.delta )+response\.function_call_arguments\.done )response\.output_item\.done )+response\.completed$/,
+    /^response\.created response\.in_progress (response\.output_item\.added (response\.content_part\.added (response\.output_text\.delta )+response\.output_text\.done response\.content_part\.done |(response\.function_call_arguments\.delta )+response\.function_call_arguments\.done |response\.reasoning_summary_part\.added (response\.reasoning_summary_text\.delta )+response\.reasoning_summary_text\.done response\.reasoning_summary_part\.done )response\.output_item\.done )+response\.completed$/,
   gemini: /^(chunk )+final$/,
 };
 
@@ -320,7 +321,7 @@ describe('stream failures', () => {
 const CAPPED: Record<'chat' | 'messages' | 'gemini', SseEvent[]> = {
   chat: [...UPSTREAM_STREAMS.chat.slice(0, 3), { data: { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'length' }] } }, UPSTREAM_STREAMS.chat.at(-2)!, { data: '[DONE]' }],
   messages: [
-    ...UPSTREAM_STREAMS.messages.slice(0, 10),
+    ...PLAIN_UPSTREAM_STREAMS.messages.slice(0, 6),
     { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 30 } } },
     { event: 'message_stop', data: { type: 'message_stop' } },
   ],

@@ -188,4 +188,21 @@ describe('Gemini generateContent', () => {
     expect(usage.thoughtsTokenCount).toBeGreaterThan(0);
     expect(usage.totalTokenCount).toBe(usage.promptTokenCount! + usage.candidatesTokenCount! + usage.thoughtsTokenCount!);
   });
+
+  it('signs the thinking of a function call on the call part (thoughtSignature), streamed too', async () => {
+    const body = {
+      contents: [{ role: 'user', parts: [{ text: 'Weather? [[sim:reasoning; tool=get_weather]]' }] }],
+      tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }] }],
+    };
+    const res = await postJson(geminiUrl(), body, GOOGLE_AUTH);
+    const parts = res.body?.candidates?.[0]?.content?.parts as unknown as Array<Record<string, unknown>>;
+    expect(parts[0]).toMatchObject({ thought: true });
+    expect(parts[1]).toMatchObject({ functionCall: { name: 'get_weather' }, thoughtSignature: expect.any(String) });
+    const streamed = await postJson(geminiUrl().replace(':generateContent', ':streamGenerateContent?alt=sse'), body, GOOGLE_AUTH);
+    const chunks = parseSse(streamed.text).map((e) => JSON.parse(e.data) as { candidates: Array<{ content: { parts: Array<Record<string, unknown>> } }> });
+    expect(chunks.at(-1)!.candidates[0]!.content.parts[0]).toMatchObject({ functionCall: { name: 'get_weather' }, thoughtSignature: expect.any(String) });
+    // Without thinking, a call is not signed.
+    const plain = await postJson(geminiUrl(), { ...body, contents: [{ role: 'user', parts: [{ text: 'Weather? [[sim:tool=get_weather]]' }] }] }, GOOGLE_AUTH);
+    expect(plain.body?.candidates?.[0]?.content?.parts?.[0]).not.toHaveProperty('thoughtSignature');
+  });
 });

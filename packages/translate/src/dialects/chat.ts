@@ -465,8 +465,9 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
     push(event: StreamEvent): OutputEvent[] {
       if (closed) return [];
       const out: OutputEvent[] = [];
-      const opensWithToolCall = event.type === 'block_start' && event.block.type === 'tool_call';
-      if (!started && !opensWithToolCall && (event.type === 'block_start' || event.type === 'text_delta' || event.type === 'finish')) {
+      // Reasoning has no place in chat: its blocks are not shown, and do not open the answer.
+      const opensWithText = (event.type === 'block_start' && event.block.type === 'text') || event.type === 'text_delta' || event.type === 'finish';
+      if (!started && opensWithText) {
         out.push(chunk(opening(false)));
       }
       switch (event.type) {
@@ -494,6 +495,8 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
           break;
         case 'start':
         case 'block_stop':
+        case 'reasoning_delta':
+        case 'reasoning_signature':
           break;
       }
       return out;

@@ -1,6 +1,6 @@
 /** Helpers the dialect codecs share for building and reading the neutral message list. */
 import { TranslateError } from '../errors.ts';
-import type { Message, Part, ResponseContext, TextPart, ToolCallPart, ToolChoice, ToolResultPart } from '../ir.ts';
+import type { Message, Part, ResponseContext, TextPart, ToolChoice, ToolResultPart } from '../ir.ts';
 
 /**
  * Refuses request fields that ask for a feature of the provider's own servers (hosted tools,
@@ -41,11 +41,15 @@ export function pushToolResult(messages: Message[], part: ToolResultPart): void 
   else messages.push({ role: 'user', parts: [part] });
 }
 
-/** Adds a tool call to the trailing assistant turn (responses items are flat, one call per item). */
-export function pushToolCall(messages: Message[], part: ToolCallPart): void {
+/**
+ * Adds parts to the trailing assistant turn, or starts one: responses items are flat (one
+ * reasoning, message or call per item), and one turn of the model is several of them.
+ */
+export function pushAssistantParts(messages: Message[], parts: Part[]): void {
+  if (parts.length === 0) return;
   const last = messages.at(-1);
-  if (last?.role === 'assistant') last.parts.push(part);
-  else messages.push({ role: 'assistant', parts: [part] });
+  if (last?.role === 'assistant') last.parts.push(...parts);
+  else messages.push({ role: 'assistant', parts });
 }
 
 export function textPart(text: string): TextPart[] {

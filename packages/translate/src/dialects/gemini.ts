@@ -150,8 +150,9 @@ function writeMedia(part: ImagePart): Json {
 
 /**
  * Gemini 3 and later reject replayed function calls without the `thoughtSignature` they were
- * returned with, which other dialects cannot carry; Google documents this value for history built
- * elsewhere. Older models are left alone.
+ * returned with. Clients of other dialects carry it back in their own reasoning fields
+ * (reasoning.ts); for calls that come without one (history built elsewhere) Google documents this
+ * value. Older models are left alone.
  */
 const SIGNATURE_SENTINEL = 'skip_thought_signature_validator';
 
@@ -178,8 +179,14 @@ function resultsInCallOrder(parts: Message['parts'], callNames: Map<string, stri
 
 function writeParts(message: Message, callNames: Map<string, string>, signed: boolean): Json[] {
   const parts: Json[] = [];
+  /** A Gemini thought signature read before a call: it goes back on that call, where Gemini put it. */
+  let signature: string | undefined;
   for (const part of resultsInCallOrder(message.parts, callNames)) {
     switch (part.type) {
+      case 'reasoning':
+        // Only Gemini's own signatures mean anything to Gemini; thought text is not sent back.
+        if (part.source === 'gemini' && part.signature !== undefined && part.signature !== '') signature = part.signature;
+        break;
       case 'text':
         parts.push({ text: part.text });
         break;
@@ -188,7 +195,11 @@ function writeParts(message: Message, callNames: Map<string, string>, signed: bo
         break;
       case 'tool_call':
         callNames.set(part.id, part.name);
-        parts.push({ functionCall: { name: part.name, args: parseArgs(part.arguments) }, ...(signed ? { thoughtSignature: SIGNATURE_SENTINEL } : {}) });
+        {
+          const thoughtSignature = signature ?? (signed ? SIGNATURE_SENTINEL : undefined);
+          parts.push({ functionCall: { name: part.name, args: parseArgs(part.arguments) }, ...(thoughtSignature === undefined ? {} : { thoughtSignature }) });
+          signature = undefined;
+        }
         break;
       case 'tool_result': {
         const name = part.name ?? callNames.get(part.callId);
@@ -265,7 +276,13 @@ function parseResponse(body: Json, ctx: ResponseContext): IrResponse {
   for (const raw of arr(rec(candidateOf(body).content).parts)) {
     const part = rec(raw);
     const last = parts.at(-1);
-    if (part.thought === true) continue;
+    if (part.thought === true) {
+      const text = str(part.text) ?? '';
+      if (last?.type === 'reasoning' && last.signature === undefined) last.text += text;
+      else parts.push({ type: 'reasoning', text, source: 'gemini' });
+      continue;
+    }
+    if (isRecord(part.functionCall) && typeof part.thoughtSignature === 'string') signThought(parts, part.thoughtSignature);
     if (typeof part.text === 'string' && part.text !== '') {
       // Gemini splits one text into several parts; they read as one.
       if (last?.type === 'text') last.text += part.text;
@@ -281,13 +298,30 @@ function parseResponse(body: Json, ctx: ResponseContext): IrResponse {
   return usage === undefined ? { parts, stopReason } : { parts, stopReason, usage };
 }
 
-function writeOutputPart(part: IrResponse['parts'][number]): Json {
-  return part.type === 'text' ? { text: part.text } : { functionCall: { name: part.name, args: parseArgs(part.arguments) } };
+/**
+ * The thought a signed call closes: Gemini signs a call's thinking on the call's own part, and the
+ * signature travels with the thought text before it (one reasoning part, or an empty one).
+ */
+function signThought(parts: IrResponse['parts'], signature: string): void {
+  const last = parts.at(-1);
+  if (last?.type === 'reasoning' && last.signature === undefined) last.signature = signature;
+  else parts.push({ type: 'reasoning', text: '', signature, source: 'gemini' });
+}
+
+function writeOutputPart(part: IrResponse['parts'][number]): Json[] {
+  switch (part.type) {
+    case 'text':
+      return [{ text: part.text }];
+    case 'tool_call':
+      return [{ functionCall: { name: part.name, args: parseArgs(part.arguments) } }];
+    case 'reasoning':
+      return part.text === '' ? [] : [{ text: part.text, thought: true }];
+  }
 }
 
 function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
   return compact({
-    candidates: [{ content: { role: 'model', parts: res.parts.map(writeOutputPart) }, finishReason: STOP_TO_WIRE[res.stopReason].gemini, index: 0 }],
+    candidates: [{ content: { role: 'model', parts: res.parts.flatMap(writeOutputPart) }, finishReason: STOP_TO_WIRE[res.stopReason].gemini, index: 0 }],
     usageMetadata: res.usage === undefined ? undefined : writeGeminiUsage(res.usage),
     modelVersion: ctx.model,
     responseId: ctx.id,
@@ -305,7 +339,9 @@ function createStreamParser(ctx: ResponseContext): StreamParser {
   let started = false;
   let done = false;
   let nextIndex = 0;
+  /** The open text or thought block: Gemini streams either in pieces. */
   let openText: number | undefined;
+  let openThought: number | undefined;
   let calls = 0;
   let finishReason: string | undefined;
   let usage: Usage | undefined;
@@ -313,6 +349,18 @@ function createStreamParser(ctx: ResponseContext): StreamParser {
   function closeText(out: StreamEvent[]): void {
     if (openText !== undefined) out.push({ type: 'block_stop', index: openText });
     openText = undefined;
+  }
+  function closeThought(out: StreamEvent[]): void {
+    if (openThought !== undefined) out.push({ type: 'block_stop', index: openThought });
+    openThought = undefined;
+  }
+  function thought(out: StreamEvent[]): number {
+    closeText(out);
+    if (openThought === undefined) {
+      openThought = nextIndex++;
+      out.push({ type: 'block_start', index: openThought, block: { type: 'reasoning' } });
+    }
+    return openThought;
   }
 
   return {
@@ -330,7 +378,17 @@ function createStreamParser(ctx: ResponseContext): StreamParser {
       }
       for (const raw of arr(rec(candidateOf(chunk).content).parts)) {
         const part = rec(raw);
-        if (part.thought === true) continue;
+        if (part.thought === true) {
+          const text = str(part.text) ?? '';
+          const index = thought(out);
+          if (text !== '') out.push({ type: 'reasoning_delta', index, text });
+          continue;
+        }
+        if (isRecord(part.functionCall) && typeof part.thoughtSignature === 'string') {
+          // The call's signature closes the thought before it (or an empty one).
+          out.push({ type: 'reasoning_signature', index: thought(out), signature: part.thoughtSignature, source: 'gemini' });
+        }
+        closeThought(out);
         if (typeof part.text === 'string' && part.text !== '') {
           if (openText === undefined) {
             openText = nextIndex++;
@@ -359,6 +417,7 @@ function createStreamParser(ctx: ResponseContext): StreamParser {
       done = true;
       if (finishReason === undefined) return [{ type: 'error', message: 'upstream stream ended before it finished', code: 'upstream_error' }];
       const out: StreamEvent[] = [];
+      closeThought(out);
       closeText(out);
       const stopReason = readStopReason('gemini', finishReason, calls > 0);
       out.push(usage === undefined ? { type: 'finish', stopReason } : { type: 'finish', stopReason, usage });
@@ -389,6 +448,11 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
       switch (event.type) {
         case 'text_delta':
           return [{ data: chunk([{ text: event.text }]) }];
+        case 'reasoning_delta':
+          return [{ data: chunk([{ text: event.text, thought: true }]) }];
+        // Another provider's signature means nothing to a Gemini client.
+        case 'reasoning_signature':
+          return [];
         case 'block_start':
           if (event.block.type === 'tool_call') calls.set(event.index, { name: event.block.name, args: '' });
           return [];

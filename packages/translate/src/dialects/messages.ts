@@ -9,6 +9,7 @@ import type {
   Message,
   OutputEvent,
   Part,
+  ReasoningPart,
   RequestOptions,
   ResponseContext,
   ResponseFormat,
@@ -25,20 +26,19 @@ import { arr, bool, compact, isRecord, num, parseArgs, rec, str, strList, type J
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readMessagesUsage, writeMessagesUsage } from '../usage.ts';
 import { hostedToolLabel } from '../hosted-tools.ts';
+import { openReasoning, sealReasoning } from '../reasoning.ts';
 import { joinText, pushMessage, refuseServerFeatures, resultsFirst, textPart } from './common.ts';
 
 /** Used when the request names no output cap: the messages protocol requires one. */
 export const DEFAULT_MAX_TOKENS = 4096;
 
 /**
- * Blocks dropped in translation, never an error: the model's own reasoning, and the record of what
- * Anthropic's server tools did (a call and its result, already told in the answer's text; the
- * tools themselves are not sent to another provider, see docs/hosted-tools.md).
+ * Blocks dropped in translation, never an error: the record of what Anthropic's server tools did
+ * (a call and its result, already told in the answer's text; the tools themselves are not sent to
+ * another provider, see docs/hosted-tools.md).
  */
 function droppedBlock(type: string): boolean {
   return (
-    type === 'thinking' ||
-    type === 'redacted_thinking' ||
     type === 'server_tool_use' ||
     type === 'mcp_tool_use' ||
     type === 'container_upload' ||
@@ -83,6 +83,26 @@ function readSystemTurn(content: unknown, where: string): TextPart[] {
   ).filter((p): p is TextPart => p.type === 'text');
 }
 
+/**
+ * A thinking block as reasoning: Anthropic's own (its signature goes back only to Anthropic), or
+ * another provider's carried in the signature field (reasoning.ts).
+ */
+function readThinking(block: Json, fromClient: boolean): ReasoningPart {
+  if (block.type === 'redacted_thinking') return { type: 'reasoning', text: '', signature: str(block.data) ?? '', source: 'messages', redacted: true };
+  const text = str(block.thinking) ?? '';
+  const signature = str(block.signature) ?? '';
+  return (fromClient ? openReasoning(signature, text) : undefined) ?? { type: 'reasoning', text, signature, source: 'messages' };
+}
+
+/** A reasoning part as a thinking block for a messages client: Anthropic's as it came, another provider's sealed. */
+function thinkingBlock(part: ReasoningPart): Json | undefined {
+  if (part.source === 'messages' && part.signature !== undefined) {
+    return part.redacted ? { type: 'redacted_thinking', data: part.signature } : { type: 'thinking', thinking: part.text, signature: part.signature };
+  }
+  if (part.redacted) return undefined;
+  return { type: 'thinking', thinking: part.text, signature: sealReasoning(part) ?? '' };
+}
+
 function readContent(content: unknown, where: string): Part[] {
   if (typeof content === 'string') return textPart(content);
   const parts: Part[] = [];
@@ -100,6 +120,10 @@ function readContent(content: unknown, where: string): Part[] {
           content: readSimpleContent(block.content, at),
           isError: bool(block.is_error),
         });
+        break;
+      case 'thinking':
+      case 'redacted_thinking':
+        parts.push(readThinking(block, true));
         break;
       default:
         if (!droppedBlock(String(block.type))) parts.push(...readSimpleContent([block], at));
@@ -194,8 +218,11 @@ function writeImageSource(source: ImageSource): Json {
     : { type: 'url', url: source.url };
 }
 
-function writeBlock(part: Part): Json {
+/** A block of a request or an answer; undefined for reasoning that cannot be said here. */
+function writeBlock(part: Part): Json | undefined {
   switch (part.type) {
+    case 'reasoning':
+      return thinkingBlock(part);
     case 'text':
       return { type: 'text', text: part.text };
     case 'image':
@@ -205,7 +232,7 @@ function writeBlock(part: Part): Json {
     case 'tool_result': {
       const only = part.content[0];
       const content =
-        part.content.length === 1 && only?.type === 'text' ? only.text : part.content.length === 0 ? undefined : part.content.map(writeBlock);
+        part.content.length === 1 && only?.type === 'text' ? only.text : part.content.length === 0 ? undefined : part.content.flatMap((p) => writeBlock(p) ?? []);
       return compact({ type: 'tool_result', tool_use_id: part.callId, content, is_error: part.isError === true ? true : undefined });
     }
   }
@@ -214,9 +241,10 @@ function writeBlock(part: Part): Json {
 function writeMessage(message: Message): Json {
   if (message.role === 'system') return { role: 'system', content: joinText(message.parts) };
   const { results, rest } = resultsFirst(message.parts);
-  const parts = [...results, ...rest];
+  // Reasoning goes to Anthropic only when Anthropic made it (its signature is checked).
+  const parts = [...results, ...rest].filter((p) => p.type !== 'reasoning' || (p.source === 'messages' && p.signature !== undefined));
   const only = parts[0];
-  const content = parts.length === 1 && only?.type === 'text' ? only.text : parts.map(writeBlock);
+  const content = parts.length === 1 && only?.type === 'text' ? only.text : parts.flatMap((p) => writeBlock(p) ?? []);
   return { role: message.role, content };
 }
 
@@ -265,6 +293,7 @@ function parseResponse(body: Json): IrResponse {
   for (const raw of arr(body.content)) {
     const block = rec(raw);
     if (block.type === 'text') parts.push(...textPart(str(block.text) ?? ''));
+    else if (block.type === 'thinking' || block.type === 'redacted_thinking') parts.push(readThinking(block, false));
     else if (block.type === 'tool_use') {
       parts.push({ type: 'tool_call', id: str(block.id) ?? '', name: str(block.name) ?? '', arguments: JSON.stringify(block.input ?? {}) });
     }
@@ -282,7 +311,7 @@ function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
     type: 'message',
     role: 'assistant',
     model: ctx.model,
-    content: res.parts.map(writeBlock),
+    content: res.parts.flatMap((p) => writeBlock(p) ?? []),
     stop_reason: STOP_TO_WIRE[res.stopReason].messages,
     stop_sequence: null,
     // The protocol requires `usage`; zeros when the upstream reported none (see `extractUsage`).
@@ -325,12 +354,23 @@ function createStreamParser(): StreamParser {
           return [{ type: 'start' }];
         case 'content_block_start': {
           const block = rec(data.content_block);
-          if (block.type !== 'text' && block.type !== 'tool_use') {
+          if (block.type !== 'text' && block.type !== 'tool_use' && block.type !== 'thinking' && block.type !== 'redacted_thinking') {
             blocks.set(wireIndex, null);
             return [];
           }
           const at = nextIndex++;
           blocks.set(wireIndex, at);
+          if (block.type === 'thinking' || block.type === 'redacted_thinking') {
+            const out: StreamEvent[] = [{ type: 'block_start', index: at, block: { type: 'reasoning' } }];
+            const text = str(block.thinking) ?? '';
+            if (text !== '') out.push({ type: 'reasoning_delta', index: at, text });
+            const signature = str(block.type === 'thinking' ? block.signature : block.data) ?? '';
+            if (signature !== '') {
+              const redacted = block.type === 'redacted_thinking' ? { redacted: true as const } : {};
+              out.push({ type: 'reasoning_signature', index: at, signature, source: 'messages', ...redacted });
+            }
+            return out;
+          }
           if (block.type === 'text') {
             const text = str(block.text) ?? '';
             const out: StreamEvent[] = [{ type: 'block_start', index: at, block: { type: 'text' } }];
@@ -348,6 +388,10 @@ function createStreamParser(): StreamParser {
           if (delta.type === 'text_delta' && text) return [{ type: 'text_delta', index, text }];
           const json = str(delta.partial_json);
           if (delta.type === 'input_json_delta' && json) return [{ type: 'tool_args_delta', index, json }];
+          const thinking = str(delta.thinking);
+          if (delta.type === 'thinking_delta' && thinking) return [{ type: 'reasoning_delta', index, text: thinking }];
+          const signature = str(delta.signature);
+          if (delta.type === 'signature_delta' && signature) return [{ type: 'reasoning_signature', index, signature, source: 'messages' }];
           return [];
         }
         case 'content_block_stop':
@@ -423,8 +467,20 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
           const block =
             event.block.type === 'text'
               ? { type: 'text', text: '' }
-              : { type: 'tool_use', id: event.block.id, name: event.block.name, input: {} };
+              : event.block.type === 'reasoning'
+                ? { type: 'thinking', thinking: '', signature: '' }
+                : { type: 'tool_use', id: event.block.id, name: event.block.name, input: {} };
           out.push(ev({ type: 'content_block_start', index, content_block: block }));
+          break;
+        }
+        case 'reasoning_delta':
+          out.push(ev({ type: 'content_block_delta', index: wireIndex.get(event.index) ?? 0, delta: { type: 'thinking_delta', thinking: event.text } }));
+          break;
+        case 'reasoning_signature': {
+          // Another provider's proof travels sealed in the signature (reasoning.ts).
+          const { source, redacted } = event;
+          const signature = redacted ? undefined : source === 'messages' ? event.signature : sealReasoning({ type: 'reasoning', text: '', signature: event.signature, source });
+          if (signature !== undefined) out.push(ev({ type: 'content_block_delta', index: wireIndex.get(event.index) ?? 0, delta: { type: 'signature_delta', signature } }));
           break;
         }
         case 'text_delta':

@@ -8,6 +8,7 @@ import type {
   IrResponse,
   Message,
   OutputEvent,
+  ReasoningPart,
   RequestOptions,
   ResponseContext,
   ResponseFormat,
@@ -26,7 +27,8 @@ import { hostedToolLabel } from '../hosted-tools.ts';
 import { arr, bool, compact, isRecord, num, rec, str, type Json } from '../json.ts';
 import { readStopReason, STOP_TO_WIRE } from '../stop-reasons.ts';
 import { readResponsesUsage, writeResponsesUsage } from '../usage.ts';
-import { joinText, pushMessage, pushToolCall, pushToolResult, restrictToAllowed, resultsFirst, textPart } from './common.ts';
+import { joinText, pushAssistantParts, pushMessage, pushToolResult, restrictToAllowed, resultsFirst, textPart } from './common.ts';
+import { openReasoning, sealReasoning } from '../reasoning.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -50,6 +52,11 @@ function readContent(content: unknown, where: string): Array<TextPart | ImagePar
   return parts;
 }
 
+/** A reasoning item's summary as one text. */
+function summaryText(item: Json): string {
+  return arr(item.summary).flatMap((s) => str(rec(s).text) ?? []).join('\n\n');
+}
+
 function readToolChoice(value: unknown): ToolChoice | undefined {
   if (value === 'auto' || value === 'none' || value === 'required') return { type: value };
   const choice = rec(value);
@@ -70,8 +77,8 @@ function readResponseFormat(value: unknown): ResponseFormat | undefined {
   };
 }
 
-/** Input items dropped in translation: OpenAI's reasoning, and the call records of its hosted tools. */
-const DROPPED_ITEMS = new Set(['reasoning', 'web_search_call', 'file_search_call', 'code_interpreter_call', 'image_generation_call']);
+/** Input items dropped in translation: the call records of OpenAI's hosted tools. */
+const DROPPED_ITEMS = new Set(['web_search_call', 'file_search_call', 'code_interpreter_call', 'image_generation_call']);
 
 /** The one name a namespaced function goes by in a dialect without namespaces. */
 const NAMESPACE_SEPARATOR = '__';
@@ -166,19 +173,29 @@ function parseRequest(body: Json): IrRequest {
       case 'message':
         if (item.role === 'system' || item.role === 'developer') {
           system.push(...readContent(item.content, where).flatMap((p) => (p.type === 'text' ? [p.text] : [])));
+        } else if (item.role === 'assistant') {
+          pushAssistantParts(messages, readContent(item.content, where));
         } else {
-          pushMessage(messages, item.role === 'assistant' ? 'assistant' : 'user', readContent(item.content, where));
+          pushMessage(messages, 'user', readContent(item.content, where));
         }
         break;
+      case 'reasoning': {
+        // Another provider's reasoning comes back sealed in encrypted_content (reasoning.ts) and goes
+        // back to it; OpenAI's own reasoning means nothing to another model.
+        const sealed = str(item.encrypted_content);
+        const part = sealed === undefined ? undefined : openReasoning(sealed, summaryText(item));
+        if (part !== undefined) pushAssistantParts(messages, [part]);
+        break;
+      }
       case 'function_call': {
         const name = str(item.name) ?? '';
         const namespace = str(item.namespace);
-        pushToolCall(messages, {
+        pushAssistantParts(messages, [{
           type: 'tool_call',
           id: str(item.call_id) ?? '',
           name: namespace === undefined ? name : flatName(namespace, name),
           arguments: str(item.arguments) ?? '',
-        });
+        }]);
         break;
       }
       case 'function_call_output':
@@ -188,12 +205,12 @@ function parseRequest(body: Json): IrRequest {
       case 'custom_tool_call': {
         const name = str(item.name) ?? '';
         const namespace = str(item.namespace);
-        pushToolCall(messages, {
+        pushAssistantParts(messages, [{
           type: 'tool_call',
           id: str(item.call_id) ?? '',
           name: namespace === undefined ? name : flatName(namespace, name),
           arguments: JSON.stringify({ [CUSTOM_INPUT]: str(item.input) ?? '' }),
-        });
+        }]);
         break;
       }
       default:
@@ -350,7 +367,7 @@ function parseResponse(body: Json): IrResponse {
 }
 
 /** Output item ids are derived from the response id: deterministic, and distinct per item. */
-function itemId(ctx: ResponseContext, kind: 'msg' | 'fc', outputIndex: number): string {
+function itemId(ctx: ResponseContext, kind: 'msg' | 'fc' | 'rs', outputIndex: number): string {
   return `${kind}_${ctx.id}_${outputIndex}`;
 }
 
@@ -358,6 +375,16 @@ const outputText = (text: string): Json => ({ type: 'output_text', text, annotat
 
 function messageItem(id: string, text: string, status: string): Json {
   return { id, type: 'message', status, role: 'assistant', content: status === 'in_progress' ? [] : [outputText(text)] };
+}
+
+/**
+ * Another provider's reasoning as a reasoning item: its text as the summary, its signature sealed in
+ * `encrypted_content` (always, whatever `include` says: the gateway keeps nothing, so a client can
+ * only send it back if it has it).
+ */
+function reasoningItem(id: string, part: ReasoningPart, done: boolean): Json {
+  const summary = done && part.text !== '' ? [{ type: 'summary_text', text: part.text }] : [];
+  return { id, type: 'reasoning', summary, encrypted_content: done ? (sealReasoning(part) ?? null) : null };
 }
 
 function callItem(id: string, call: ClientCall, args: string, status: string): Json {
@@ -410,10 +437,16 @@ function emitResponse(res: IrResponse, ctx: ResponseContext): Json {
   const done = completion(res.stopReason);
   const restore = restoreNames(ctx.request);
   const output = res.parts.map((part, i) => {
-    const id = itemId(ctx, part.type === 'text' ? 'msg' : 'fc', i);
     // The last item is where the response stopped: it is incomplete when the response is.
     const status = i === res.parts.length - 1 ? done.status : 'completed';
-    return part.type === 'text' ? messageItem(id, part.text, status) : callItem(id, restore(part), part.arguments, status);
+    switch (part.type) {
+      case 'text':
+        return messageItem(itemId(ctx, 'msg', i), part.text, status);
+      case 'tool_call':
+        return callItem(itemId(ctx, 'fc', i), restore(part), part.arguments, status);
+      case 'reasoning':
+        return reasoningItem(itemId(ctx, 'rs', i), part, true);
+    }
   });
   return responseObject(ctx, { ...done, output, usage: res.usage === undefined ? null : writeResponsesUsage(res.usage) });
 }
@@ -543,7 +576,10 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
   let started = false;
   let closed = false;
   const output: Json[] = [];
-  let current: { index: number; outputIndex: number; id: string; call?: ClientCall; text: string } | undefined;
+  /** The open item; `reasoning` for a reasoning item (`summarized` once its summary part is open). */
+  let current:
+    | { index: number; outputIndex: number; id: string; call?: ClientCall; text: string; reasoning?: ReasoningPart; summarized?: boolean }
+    | undefined;
   const restore = restoreNames(ctx.request);
 
   const ev = (type: string, fields: Json, carriesUsage = false): OutputEvent => {
@@ -554,8 +590,23 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
 
   function stop(out: OutputEvent[], status: string): void {
     if (current === undefined) return;
-    const { id, outputIndex, call, text } = current;
+    const { id, outputIndex, call, text, reasoning } = current;
     const at = { item_id: id, output_index: outputIndex };
+    if (reasoning !== undefined) {
+      const part = { ...reasoning, text };
+      if (current.summarized) {
+        const summary = { ...at, summary_index: 0 };
+        out.push(
+          ev('response.reasoning_summary_text.done', { ...summary, text }),
+          ev('response.reasoning_summary_part.done', { ...summary, part: { type: 'summary_text', text } }),
+        );
+      }
+      const item = reasoningItem(id, part, true);
+      output.push(item);
+      out.push(ev('response.output_item.done', { output_index: outputIndex, item }));
+      current = undefined;
+      return;
+    }
     if (call === undefined) {
       out.push(
         ev('response.output_text.done', { ...at, content_index: 0, text, logprobs: [] }),
@@ -586,7 +637,12 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
         case 'block_start': {
           stop(out, 'completed');
           const outputIndex = output.length;
-          if (event.block.type === 'text') {
+          if (event.block.type === 'reasoning') {
+            const id = itemId(ctx, 'rs', outputIndex);
+            const reasoning: ReasoningPart = { type: 'reasoning', text: '' };
+            current = { index: event.index, outputIndex, id, text: '', reasoning };
+            out.push(ev('response.output_item.added', { output_index: outputIndex, item: reasoningItem(id, reasoning, false) }));
+          } else if (event.block.type === 'text') {
             const id = itemId(ctx, 'msg', outputIndex);
             current = { index: event.index, outputIndex, id, text: '' };
             out.push(
@@ -601,6 +657,23 @@ function createStreamEmitter(ctx: ResponseContext): StreamEmitter {
           }
           break;
         }
+        case 'reasoning_delta': {
+          if (current?.index !== event.index || current.reasoning === undefined) break;
+          const summary = { item_id: current.id, output_index: current.outputIndex, summary_index: 0 };
+          if (!current.summarized) {
+            current.summarized = true;
+            out.push(ev('response.reasoning_summary_part.added', { ...summary, part: { type: 'summary_text', text: '' } }));
+          }
+          current.text += event.text;
+          out.push(ev('response.reasoning_summary_text.delta', { ...summary, delta: event.text }));
+          break;
+        }
+        case 'reasoning_signature':
+          if (current?.index === event.index && current.reasoning !== undefined) {
+            const { signature, source, redacted } = event;
+            current.reasoning = { ...current.reasoning, signature: (current.reasoning.signature ?? '') + signature, source, ...(redacted ? { redacted } : {}) };
+          }
+          break;
         case 'text_delta':
         case 'tool_args_delta': {
           if (current?.index !== event.index) break;

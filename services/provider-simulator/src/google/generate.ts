@@ -154,11 +154,21 @@ function thoughtParts(plan: Plan): JsonObject[] {
   return plan.reasoning ? [{ text: plan.reasoning.text, thought: true }] : [];
 }
 
+/**
+ * The call part. After thinking, Gemini signs the thinking on the call (`thoughtSignature`, opaque,
+ * to be sent back with the call in the next turn).
+ */
+function callPart(plan: Extract<Plan, { kind: 'tool' }>): JsonObject {
+  const part: JsonObject = { functionCall: { name: plan.name, args: plan.args } };
+  if (plan.reasoning) part.thoughtSignature = Buffer.from(`sim-thought-signature:${plan.reasoning.text.length}`).toString('base64');
+  return part;
+}
+
 function wholeResponse(gen: Generation): JsonObject {
   const { plan } = gen;
   let candidates: JsonObject[];
   if (plan.kind === 'tool') {
-    candidates = [candidate([...thoughtParts(plan), { functionCall: { name: plan.name, args: plan.args } }], 0, 'STOP')];
+    candidates = [candidate([...thoughtParts(plan), callPart(plan)], 0, 'STOP')];
   } else if (gen.images.length > 0) {
     // One candidate per image, each with the (optional) text first, as Gemini image models answer.
     candidates = gen.images.map((img, i) => candidate([...(plan.text === '' ? [] : [{ text: plan.text }]), img], i, 'STOP'));
@@ -179,7 +189,7 @@ function streamChunks(gen: Generation): JsonObject[] {
   const last = (parts: JsonObject[], finish: string): JsonObject =>
     tag({ candidates: [candidate(parts, 0, finish)], ...(gen.usage ? { usageMetadata: gen.usage } : {}) });
   const thoughts = thoughtParts(plan).map((part) => tag({ candidates: [candidate([part], 0, undefined)] }));
-  if (plan.kind === 'tool') return [...thoughts, last([{ functionCall: { name: plan.name, args: plan.args } }], 'STOP')];
+  if (plan.kind === 'tool') return [...thoughts, last([callPart(plan)], 'STOP')];
   const deltas = splitDeltas(plan.text);
   const chunks = [...thoughts, ...deltas.slice(0, -1).map((d) => tag({ candidates: [candidate([{ text: d }], 0, undefined)] }))];
   const finalText = deltas.at(-1);
