@@ -15,3 +15,16 @@ export { qualify, streamFor } from './bus/subjects.ts';
 export { enqueueEvent, OutboxRelay, type OutgoingEvent, type RelayOptions } from './bus/outbox.ts';
 export { consumeDurable, durableName, processOnce, type DurableConsumerOptions } from './bus/consumer.ts';
 export { runGrpcService, runMigrationsCommand, type GrpcServiceOptions, type Registration, type ServiceContext, type ServiceEnv } from './runner.ts';
+export {
+  ACTOR_HEADER,
+  actorOf,
+  appendAudit,
+  audited,
+  AUDIT_TABLE_DROP_SQL,
+  AUDIT_TABLE_SQL,
+  listAuditEvents,
+  ORIGIN_HEADER,
+  type Actor,
+  type AuditDescribe,
+  type AuditRow,
+} from './audit.ts';

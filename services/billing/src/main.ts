@@ -1,5 +1,5 @@
 import { alertsV1, billingV1 } from '@gw/contracts';
-import { envBool, loadConfig, observeQueries, runGrpcService } from '@gw/service-kit';
+import { audited, envBool, loadConfig, observeQueries, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { billingEntities } from './db/entities.ts';
 import { billingFunctions } from './db/functions/index.ts';
@@ -12,7 +12,8 @@ import { billingHandler } from './grpc/billing.handler.ts';
 import { startAlertSender } from './alert-sender.ts';
 import { DEFAULT_RETRY_DELAYS_MS } from './domain/alerts.ts';
 import { alertsHandler } from './grpc/alerts.handler.ts';
-import { ALERTS_AUDITED, audited, BILLING_AUDITED } from './grpc/audited.ts';
+import { recordAudit } from './domain/audit-trail.ts';
+import { ALERTS_AUDITED, BILLING_AUDITED } from './grpc/audited.ts';
 
 const env = loadConfig(
   z.object({
@@ -86,8 +87,8 @@ await runGrpcService({
     );
     const billing = billingHandler({ orm, money, rateDefaults, now, holdLeaseMs: env.HOLD_LEASE_MS });
     return [
-      [billingV1.BillingService, audited('billing', billing, BILLING_AUDITED, orm, logger)],
-      [alertsV1.AlertsService, audited('alerts', alertsHandler({ orm, policy, now }), ALERTS_AUDITED, orm, logger)],
+      [billingV1.BillingService, audited('billing', billing, BILLING_AUDITED, recordAudit, orm, logger)],
+      [alertsV1.AlertsService, audited('alerts', alertsHandler({ orm, policy, now }), ALERTS_AUDITED, recordAudit, orm, logger)],
     ];
   },
 });

@@ -18,7 +18,9 @@ const MAIN = join(ROOT, 'packages', 'admin-cli', 'src', 'main.ts');
 // process on a database of its own.
 
 let child: ChildProcess;
+let catalog: ChildProcess;
 let address: string;
+let catalogAddress: string;
 let receiver: Server;
 let hookUrl: string;
 const databaseName = `gw_cli_alerts_${randomBytes(4).toString('hex')}`;
@@ -28,7 +30,7 @@ let adminUrl: URL;
 async function admin(...args: string[]): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-admin-'));
   try {
-    const { stdout } = await run(process.execPath, [MAIN, ...args, '--json'], { env: { ...process.env, GW_DATA_DIR: dir, BILLING_ADDR: address } });
+    const { stdout } = await run(process.execPath, [MAIN, ...args, '--json'], { env: { ...process.env, GW_DATA_DIR: dir, BILLING_ADDR: address, CATALOG_ADDR: catalogAddress } });
     return JSON.parse(stdout) as Record<string, unknown>;
   } catch (err) {
     const e = err as { code: number; stderr: string };
@@ -69,10 +71,29 @@ beforeAll(async () => {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   address = await waitForReadyFile(ready, child, 'billing', 60_000);
+  // The catalog on the same database; its one provider is a port nothing answers on (its syncs fail, which is recorded).
+  const catalogReady = join(mkdtempSync(join(tmpdir(), 'gw-cli-catalog-')), 'catalog.ready');
+  catalog = spawn(process.execPath, [join(ROOT, 'services', 'catalog', 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LOG_LEVEL: 'error',
+      READY_FILE: catalogReady,
+      GRPC_PORT: '0',
+      DATABASE_URL: url.toString(),
+      NATS_URL: inject('natsUrl'),
+      EVENTS_NAMESPACE: `cl${randomBytes(4).toString('hex')}`,
+      PROVIDERS: JSON.stringify([{ name: 'openai', kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'none' }]),
+      PROVIDER_SYNC_INTERVAL_MS: '3600000',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  catalogAddress = await waitForReadyFile(catalogReady, catalog, 'catalog', 60_000);
 }, 120_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) await stopChild(child, 10_000);
+  for (const c of [child, catalog]) if (c && c.exitCode === null && c.signalCode === null) await stopChild(c, 10_000);
   await new Promise((r) => receiver?.close(r));
   await sql(`drop database if exists ${databaseName} with (force)`);
   await db?.close();
@@ -106,5 +127,17 @@ describe('pnpm admin alert and audit', () => {
     expect(events.map((e) => e['action'])).toEqual(['alerts.ClearAlert', 'alerts.SetAlert', 'billing.TopUp', 'billing.CreateAccount']);
     for (const e of events) expect(e).toMatchObject({ actor: `operator:${userInfo().username}`, origin: expect.stringMatching(/^cli@/), account_id });
     expect(events[2]!['details']).toEqual({ credits: '1000', reference: `r-${account_id}`, applied: true, balance_after: '1000' });
+  }, 60_000);
+
+  it('audit --catalog lists the catalog\'s changes; audit needs exactly one of --account and --catalog', async () => {
+    await admin('catalog', 'listing', 'hide');
+    await admin('catalog', 'listing', 'show');
+    const { events } = (await admin('audit', '--catalog')) as { events: Array<Record<string, unknown>> };
+    expect(events.slice(0, 2)).toEqual([
+      expect.objectContaining({ action: 'catalog.SetListingHidden', actor: `operator:${userInfo().username}`, details: { hidden: false } }),
+      expect.objectContaining({ action: 'catalog.SetListingHidden', details: { hidden: true } }),
+    ]);
+    expect(await admin('audit')).toMatchObject({ exit: 2 });
+    expect(await admin('audit', '--catalog', '--account', 'none')).toMatchObject({ exit: 2 });
   }, 60_000);
 });

@@ -1,10 +1,11 @@
 import { catalogV1 } from '@gw/contracts';
 import { ProviderRegistry } from '@gw/providers';
-import { loadConfig, runGrpcService } from '@gw/service-kit';
+import { audited, loadConfig, runGrpcService } from '@gw/service-kit';
 import { z } from 'zod';
 import { catalogEntities } from './db/entities.ts';
 import { catalogMigrations } from './db/migrations/index.ts';
 import { startPeriodicSync } from './domain/sync-schedule.ts';
+import { CATALOG_AUDITED, recordCatalogAudit } from './grpc/audited.ts';
 import { catalogHandler } from './grpc/catalog.handler.ts';
 
 const env = loadConfig(
@@ -36,6 +37,6 @@ await runGrpcService({
     };
     onStop(startPeriodicSync(deps, env.PROVIDER_SYNC_INTERVAL_MS, logger));
     onStop(() => providers.close());
-    return [[catalogV1.CatalogService, catalogHandler(deps)]];
+    return [[catalogV1.CatalogService, audited('catalog', catalogHandler(deps), CATALOG_AUDITED, recordCatalogAudit, orm, logger)]];
   },
 });

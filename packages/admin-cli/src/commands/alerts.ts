@@ -108,13 +108,20 @@ export function alertCommands(program: Command, run: Run): void {
 
   program
     .command('audit')
-    .description("an account's audit trail, newest first: who changed what, when, from where (--account none: switches)")
-    .requiredOption('--account <id>', 'account id, or none for changes to no account')
+    .description("the audit trail, newest first: who changed what, when, from where (an account's; --account none: switches; --catalog: the catalog's)")
+    .option('--account <id>', 'account id, or none for changes to no account')
+    .option('--catalog', "the catalog's changes (models, prices, aliases, the listing, syncs)")
     .option('--limit <n>', 'how many (1-1000)', '200')
     .option('--json', 'print one JSON object')
-    .action((o: { account: string; limit: string; json?: boolean }) =>
+    .action((o: { account?: string; catalog?: boolean; limit: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.alerts.listAuditEvents({ accountId: o.account === 'none' ? '' : o.account, limit: Number(nonNegativeInt('--limit', o.limit, 1000n)) });
+        if ((o.account === undefined) === !o.catalog) throw new UsageError('give either --account <id> (or none) or --catalog');
+        const limit = Number(nonNegativeInt('--limit', o.limit, 1000n));
+        if (o.catalog) {
+          const res = await c.catalog.listAuditEvents({ limit });
+          return { events: res.events.map((e) => ({ event_id: e.eventId, at: iso(e.createdAtUnixMs), actor: e.actor, origin: e.origin, action: e.action, details: parse(e.details) })) };
+        }
+        const res = await c.alerts.listAuditEvents({ accountId: o.account === 'none' ? '' : o.account!, limit });
         return {
           events: res.events.map((e) => ({
             event_id: e.eventId,

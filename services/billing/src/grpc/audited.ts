@@ -1,11 +1,10 @@
-import type { CallContext } from '@gw/contracts';
-import type { Logger } from '@gw/service-kit';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import { actorOf, recordAudit, type AuditEntry } from '../domain/audit-trail.ts';
+import type { AuditDescribe } from '@gw/service-kit';
+import type { AuditEntry } from '../domain/audit-trail.ts';
 
-// What each administrative rpc records: the account (or key) it changed and what changed. Secrets
-// (a key's plaintext, a webhook secret) are never recorded.
-type Describe = (req: any, res: any) => Omit<AuditEntry, 'action'>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// What each administrative rpc records (with service-kit's `audited`): the account (or the key or
+// alert whose account it is) and what changed. Secrets (a key's plaintext, a webhook secret) are
+// never recorded.
+type Describe = AuditDescribe<AuditEntry>;
 
 export const BILLING_AUDITED: Record<string, Describe> = {
   createAccount: (req, res) => ({ accountId: res.accountId, details: { name: req.name } }),
@@ -30,34 +29,3 @@ export const ALERTS_AUDITED: Record<string, Describe> = {
   }),
   clearAlert: (req) => ({ alertId: req.alertId, details: { alert_id: req.alertId } }),
 };
-
-/**
- * The handler with each rpc of `audited` recording, once it succeeded, who made it (the caller's
- * `gw-actor` metadata), from where and what it changed. The record is written after the change
- * commits, in a statement of its own: should that write fail, the change stands and the failure
- * is logged (the caller's answer is not lost).
- */
-export function audited<H extends Record<string, unknown>>(
-  service: string,
-  handler: H,
-  describe: Record<string, Describe>,
-  orm: MikroORM,
-  logger: Pick<Logger, 'error'>,
-): H {
-  const out: Record<string, unknown> = { ...handler };
-  for (const [name, what] of Object.entries(describe)) {
-    const fn = handler[name] as ((req: unknown, ctx: CallContext) => Promise<unknown>) | undefined;
-    if (!fn) throw new Error(`${service} has no rpc ${name}`);
-    out[name] = async (req: unknown, ctx: CallContext) => {
-      const res = await fn.call(handler, req, ctx);
-      const action = `${service}.${name[0]!.toUpperCase()}${name.slice(1)}`;
-      try {
-        await recordAudit(orm.em.fork(), actorOf(ctx), { ...what(req, res), action });
-      } catch (err) {
-        logger.error({ err, action }, 'audit record failed; the change stands');
-      }
-      return res;
-    };
-  }
-  return out as H;
-}

@@ -1,5 +1,6 @@
 import type { catalogV1, MethodsOf, ServiceImpl } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
+import { listAuditEvents } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ProviderSync } from '../db/entities.ts';
 import { addAlias, allModels, isListingHidden, removeAlias, setEnabled, setListingHidden, setPrice, storedToProto, toProto, upsertModel } from '../domain/models.ts';
@@ -47,6 +48,16 @@ export function catalogHandler(deps: CatalogDeps): ServiceImpl<MethodsOf<typeof 
     addAlias: async (req) => ({ model: storedToProto(await addAlias(em(), req.modelId, req.alias)) }),
     removeAlias: async (req) => ({ model: storedToProto(await removeAlias(em(), req.alias)) }),
     setListingHidden: async (req) => ({ hidden: await setListingHidden(em(), req.hidden) }),
+    listAuditEvents: async (req) => ({
+      events: (await listAuditEvents(em(), null, req.limit)).map((e) => ({
+        eventId: e.id,
+        actor: e.actor,
+        origin: e.origin,
+        action: e.action,
+        details: e.details,
+        createdAtUnixMs: ms(e.created_at),
+      })),
+    }),
     syncProviders: async () => ({
       providers: (await syncProviders(em(), deps.providers, deps.now, deps.syncTimeoutMs)).map(syncProto),
     }),

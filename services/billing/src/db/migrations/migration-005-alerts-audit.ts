@@ -1,3 +1,4 @@
+import { AUDIT_TABLE_DROP_SQL, AUDIT_TABLE_SQL } from '@gw/service-kit';
 import { Migration } from '@mikro-orm/migrations';
 
 /**
@@ -12,7 +13,8 @@ import { Migration } from '@mikro-orm/migrations';
  * - `alert_event`: one row per crossing, written by the trigger in the transaction of the ledger
  *   entry that crossed: its JSON body, its webhook delivery state (status, attempts, next attempt,
  *   last error) and whether its NATS event is in the outbox yet.
- * - `audit_event`: who changed what, when, from where; a trigger refuses updates and deletes.
+ * - `audit_event`: who changed what, when, from where; a trigger refuses updates and deletes
+ *   (service-kit's audit table, as every service with an audit trail has it).
  */
 export class Migration005AlertsAudit extends Migration {
   override async up(): Promise<void> {
@@ -49,31 +51,12 @@ export class Migration005AlertsAudit extends Migration {
     this.addSql(`create index if not exists "alert_event_due_idx" on "alert_event" ("next_attempt_at") where "status" = 'pending'`);
     this.addSql(`create index if not exists "alert_event_unpublished_idx" on "alert_event" ("created_at") where not "published"`);
     this.addSql(`create index if not exists "alert_event_account_idx" on "alert_event" ("account_id", "created_at")`);
-    this.addSql(`create table if not exists "audit_event" (
-      "id" bigint generated always as identity primary key,
-      "account_id" uuid,
-      "actor" text not null,
-      "origin" text not null default '',
-      "action" text not null,
-      "details" jsonb not null,
-      "created_at" timestamptz not null default now()
-    )`);
-    this.addSql(`create index if not exists "audit_event_account_idx" on "audit_event" ("account_id", "id")`);
-    this.addSql(`create or replace function "audit_event_append_only"() returns trigger language plpgsql as $fn$
-      begin
-        raise exception 'the audit trail is append-only';
-      end
-      $fn$`);
-    this.addSql(`create or replace trigger "audit_event_append_only" before update or delete on "audit_event"
-      for each row execute function "audit_event_append_only"()`);
-    this.addSql(`create or replace trigger "audit_event_no_truncate" before truncate on "audit_event"
-      for each statement execute function "audit_event_append_only"()`);
+    for (const sql of AUDIT_TABLE_SQL) this.addSql(sql);
   }
 
   override async down(): Promise<void> {
     this.addSql('drop trigger if exists "alert_on_ledger" on "ledger_entry"');
-    this.addSql('drop table if exists "audit_event"');
-    this.addSql('drop function if exists "audit_event_append_only"()');
+    for (const sql of AUDIT_TABLE_DROP_SQL) this.addSql(sql);
     this.addSql('drop table if exists "alert_event"');
     this.addSql('drop table if exists "alert"');
   }

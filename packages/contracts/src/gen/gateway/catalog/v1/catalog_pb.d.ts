@@ -11,6 +11,101 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_gateway_catalog_v1_catalog: GenFile;
 
 /**
+ * ListAuditEventsRequest bounds the answer.
+ *
+ * @generated from message gateway.catalog.v1.ListAuditEventsRequest
+ */
+export declare type ListAuditEventsRequest = Message<"gateway.catalog.v1.ListAuditEventsRequest"> & {
+  /**
+   * 1..1000; 0 = 200.
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message gateway.catalog.v1.ListAuditEventsRequest.
+ * Use `create(ListAuditEventsRequestSchema)` to create a new message.
+ */
+export declare const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest>;
+
+/**
+ * ListAuditEventsResponse lists changes, newest first.
+ *
+ * @generated from message gateway.catalog.v1.ListAuditEventsResponse
+ */
+export declare type ListAuditEventsResponse = Message<"gateway.catalog.v1.ListAuditEventsResponse"> & {
+  /**
+   * The changes.
+   *
+   * @generated from field: repeated gateway.catalog.v1.AuditEvent events = 1;
+   */
+  events: AuditEvent[];
+};
+
+/**
+ * Describes the message gateway.catalog.v1.ListAuditEventsResponse.
+ * Use `create(ListAuditEventsResponseSchema)` to create a new message.
+ */
+export declare const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse>;
+
+/**
+ * AuditEvent is one recorded change.
+ *
+ * @generated from message gateway.catalog.v1.AuditEvent
+ */
+export declare type AuditEvent = Message<"gateway.catalog.v1.AuditEvent"> & {
+  /**
+   * Its id (increasing).
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * `operator:<name>`, or `unknown` when the caller named no one.
+   *
+   * @generated from field: string actor = 2;
+   */
+  actor: string;
+
+  /**
+   * Where the caller acted from, empty if not said.
+   *
+   * @generated from field: string origin = 3;
+   */
+  origin: string;
+
+  /**
+   * The rpc that made the change, e.g. `catalog.SetPrice`.
+   *
+   * @generated from field: string action = 4;
+   */
+  action: string;
+
+  /**
+   * What changed, as JSON.
+   *
+   * @generated from field: string details = 5;
+   */
+  details: string;
+
+  /**
+   * When.
+   *
+   * @generated from field: int64 created_at_unix_ms = 6;
+   */
+  createdAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message gateway.catalog.v1.AuditEvent.
+ * Use `create(AuditEventSchema)` to create a new message.
+ */
+export declare const AuditEventSchema: GenMessage<AuditEvent>;
+
+/**
  * AddAliasRequest names the model and its new public id.
  *
  * @generated from message gateway.catalog.v1.AddAliasRequest
@@ -809,6 +904,18 @@ export declare const CatalogService: GenService<{
     methodKind: "unary";
     input: typeof RemoveAliasRequestSchema;
     output: typeof RemoveAliasResponseSchema;
+  },
+  /**
+   * The audit trail of the catalog's changes (models, prices, enabling, aliases, the listing,
+   * syncs), newest first. Each change records who made it from the caller's `gw-actor` metadata
+   * (`operator:<name>`) and where from (`gw-actor-origin`).
+   *
+   * @generated from rpc gateway.catalog.v1.CatalogService.ListAuditEvents
+   */
+  listAuditEvents: {
+    methodKind: "unary";
+    input: typeof ListAuditEventsRequestSchema;
+    output: typeof ListAuditEventsResponseSchema;
   },
 }>;
 

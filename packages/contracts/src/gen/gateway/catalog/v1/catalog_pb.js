@@ -8,168 +8,189 @@ import { enumDesc, fileDesc, messageDesc, serviceDesc, tsEnum } from "@bufbuild/
  * Describes the file gateway/catalog/v1/catalog.proto.
  */
 export const file_gateway_catalog_v1_catalog = /*@__PURE__*/
-  fileDesc("CiBnYXRld2F5L2NhdGFsb2cvdjEvY2F0YWxvZy5wcm90bxISZ2F0ZXdheS5jYXRhbG9nLnYxIjIKD0FkZEFsaWFzUmVxdWVzdBIQCghtb2RlbF9pZBgBIAEoCRINCgVhbGlhcxgCIAEoCSI8ChBBZGRBbGlhc1Jlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsIiMKElJlbW92ZUFsaWFzUmVxdWVzdBINCgVhbGlhcxgBIAEoCSI/ChNSZW1vdmVBbGlhc1Jlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsIlMKBVJvdXRlEhAKCHByb3ZpZGVyGAEgASgJEhYKDnVwc3RyZWFtX21vZGVsGAIgASgJEhAKCHByaW9yaXR5GAMgASgFEg4KBndlaWdodBgEIAEoBSKRAQoLTW9kZWxMaW1pdHMSGQoRbWF4X291dHB1dF90b2tlbnMYASABKAUSEwoLaW1hZ2Vfc2l6ZXMYAiADKAkSGQoRdmlkZW9fZmlyc3RfZnJhbWUYAyABKAgSGAoQdmlkZW9fbGFzdF9mcmFtZRgEIAEoCBIdChVmaXJzdF9ieXRlX3RpbWVvdXRfbXMYBSABKAUihwEKDFByb3ZpZGVyU3luYxIQCghwcm92aWRlchgBIAEoCRIcChRsYXN0X3N1Y2Nlc3NfdW5peF9tcxgCIAEoAxIVCg1zZXJ2ZWRfbW9kZWxzGAMgAygJEhwKFGxhc3RfYXR0ZW1wdF91bml4X21zGAQgASgDEhIKCmxhc3RfZXJyb3IYBSABKAkiYQoPU2V0UHJpY2VSZXF1ZXN0EhAKCG1vZGVsX2lkGAEgASgJEiIKFXByaWNlX2NyZWRpdF9wZXJfdW5pdBgCIAEoA0gAiAEBQhgKFl9wcmljZV9jcmVkaXRfcGVyX3VuaXQiPAoQU2V0UHJpY2VSZXNwb25zZRIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCI2ChFTZXRFbmFibGVkUmVxdWVzdBIQCghtb2RlbF9pZBgBIAEoCRIPCgdlbmFibGVkGAIgASgIIj4KElNldEVuYWJsZWRSZXNwb25zZRIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCIpChdTZXRMaXN0aW5nSGlkZGVuUmVxdWVzdBIOCgZoaWRkZW4YASABKAgiKgoYU2V0TGlzdGluZ0hpZGRlblJlc3BvbnNlEg4KBmhpZGRlbhgBIAEoCCIWChRTeW5jUHJvdmlkZXJzUmVxdWVzdCJMChVTeW5jUHJvdmlkZXJzUmVzcG9uc2USMwoJcHJvdmlkZXJzGAEgAygLMiAuZ2F0ZXdheS5jYXRhbG9nLnYxLlByb3ZpZGVyU3luYyIUChJHZXRTbmFwc2hvdFJlcXVlc3Qi4AEKE0dldFNuYXBzaG90UmVzcG9uc2USKQoGbW9kZWxzGAEgAygLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsEjMKCXByb3ZpZGVycxgCIAMoCzIgLmdhdGV3YXkuY2F0YWxvZy52MS5Qcm92aWRlclN5bmMSFgoObGlzdGluZ19oaWRkZW4YAyABKAgSFwoPbWF4X3N5bmNfYWdlX21zGAQgASgDEjgKCXByb3RvY29scxgFIAMoCzIlLmdhdGV3YXkuY2F0YWxvZy52MS5Qcm92aWRlclByb3RvY29scyI8ChFQcm92aWRlclByb3RvY29scxIQCghwcm92aWRlchgBIAEoCRIVCg10ZXh0X2RpYWxlY3RzGAIgAygJItUCCgVNb2RlbBIKCgJpZBgBIAEoCRIrCgRraW5kGAIgASgOMh0uZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsS2luZBIUCgxjYXBhYmlsaXRpZXMYAyADKAkSIgoVcHJpY2VfY3JlZGl0X3Blcl91bml0GAQgASgDSACIAQESDwoHZW5hYmxlZBgFIAEoCBIQCghwcm92aWRlchgGIAEoCRIWCg51cHN0cmVhbV9tb2RlbBgHIAEoCRIpCgZyb3V0ZXMYCCADKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuUm91dGUSLwoGbGltaXRzGAkgASgLMh8uZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsTGltaXRzEhcKD2NyZWF0ZWRfdW5peF9tcxgKIAEoAxIPCgdhbGlhc2VzGAsgAygJQhgKFl9wcmljZV9jcmVkaXRfcGVyX3VuaXQiKgoRTGlzdE1vZGVsc1JlcXVlc3QSFQoNbGlzdGFibGVfb25seRgBIAEoCCJXChJMaXN0TW9kZWxzUmVzcG9uc2USKQoGbW9kZWxzGAEgAygLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsEhYKDmxpc3RpbmdfaGlkZGVuGAIgASgIIj4KElVwc2VydE1vZGVsUmVxdWVzdBIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCI/ChNVcHNlcnRNb2RlbFJlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsKmgKCU1vZGVsS2luZBIaChZNT0RFTF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPTU9ERUxfS0lORF9URVhUEAESFAoQTU9ERUxfS0lORF9JTUFHRRACEhQKEE1PREVMX0tJTkRfVklERU8QAzLtBgoOQ2F0YWxvZ1NlcnZpY2USWwoKTGlzdE1vZGVscxIlLmdhdGV3YXkuY2F0YWxvZy52MS5MaXN0TW9kZWxzUmVxdWVzdBomLmdhdGV3YXkuY2F0YWxvZy52MS5MaXN0TW9kZWxzUmVzcG9uc2USXgoLVXBzZXJ0TW9kZWwSJi5nYXRld2F5LmNhdGFsb2cudjEuVXBzZXJ0TW9kZWxSZXF1ZXN0GicuZ2F0ZXdheS5jYXRhbG9nLnYxLlVwc2VydE1vZGVsUmVzcG9uc2USVQoIU2V0UHJpY2USIy5nYXRld2F5LmNhdGFsb2cudjEuU2V0UHJpY2VSZXF1ZXN0GiQuZ2F0ZXdheS5jYXRhbG9nLnYxLlNldFByaWNlUmVzcG9uc2USWwoKU2V0RW5hYmxlZBIlLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRFbmFibGVkUmVxdWVzdBomLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRFbmFibGVkUmVzcG9uc2USbQoQU2V0TGlzdGluZ0hpZGRlbhIrLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRMaXN0aW5nSGlkZGVuUmVxdWVzdBosLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRMaXN0aW5nSGlkZGVuUmVzcG9uc2USZAoNU3luY1Byb3ZpZGVycxIoLmdhdGV3YXkuY2F0YWxvZy52MS5TeW5jUHJvdmlkZXJzUmVxdWVzdBopLmdhdGV3YXkuY2F0YWxvZy52MS5TeW5jUHJvdmlkZXJzUmVzcG9uc2USXgoLR2V0U25hcHNob3QSJi5nYXRld2F5LmNhdGFsb2cudjEuR2V0U25hcHNob3RSZXF1ZXN0GicuZ2F0ZXdheS5jYXRhbG9nLnYxLkdldFNuYXBzaG90UmVzcG9uc2USVQoIQWRkQWxpYXMSIy5nYXRld2F5LmNhdGFsb2cudjEuQWRkQWxpYXNSZXF1ZXN0GiQuZ2F0ZXdheS5jYXRhbG9nLnYxLkFkZEFsaWFzUmVzcG9uc2USXgoLUmVtb3ZlQWxpYXMSJi5nYXRld2F5LmNhdGFsb2cudjEuUmVtb3ZlQWxpYXNSZXF1ZXN0GicuZ2F0ZXdheS5jYXRhbG9nLnYxLlJlbW92ZUFsaWFzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiBnYXRld2F5L2NhdGFsb2cvdjEvY2F0YWxvZy5wcm90bxISZ2F0ZXdheS5jYXRhbG9nLnYxIicKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDQoFbGltaXQYASABKAUiSQoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USLgoGZXZlbnRzGAEgAygLMh4uZ2F0ZXdheS5jYXRhbG9nLnYxLkF1ZGl0RXZlbnQiegoKQXVkaXRFdmVudBIQCghldmVudF9pZBgBIAEoCRINCgVhY3RvchgCIAEoCRIOCgZvcmlnaW4YAyABKAkSDgoGYWN0aW9uGAQgASgJEg8KB2RldGFpbHMYBSABKAkSGgoSY3JlYXRlZF9hdF91bml4X21zGAYgASgDIjIKD0FkZEFsaWFzUmVxdWVzdBIQCghtb2RlbF9pZBgBIAEoCRINCgVhbGlhcxgCIAEoCSI8ChBBZGRBbGlhc1Jlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsIiMKElJlbW92ZUFsaWFzUmVxdWVzdBINCgVhbGlhcxgBIAEoCSI/ChNSZW1vdmVBbGlhc1Jlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsIlMKBVJvdXRlEhAKCHByb3ZpZGVyGAEgASgJEhYKDnVwc3RyZWFtX21vZGVsGAIgASgJEhAKCHByaW9yaXR5GAMgASgFEg4KBndlaWdodBgEIAEoBSKRAQoLTW9kZWxMaW1pdHMSGQoRbWF4X291dHB1dF90b2tlbnMYASABKAUSEwoLaW1hZ2Vfc2l6ZXMYAiADKAkSGQoRdmlkZW9fZmlyc3RfZnJhbWUYAyABKAgSGAoQdmlkZW9fbGFzdF9mcmFtZRgEIAEoCBIdChVmaXJzdF9ieXRlX3RpbWVvdXRfbXMYBSABKAUihwEKDFByb3ZpZGVyU3luYxIQCghwcm92aWRlchgBIAEoCRIcChRsYXN0X3N1Y2Nlc3NfdW5peF9tcxgCIAEoAxIVCg1zZXJ2ZWRfbW9kZWxzGAMgAygJEhwKFGxhc3RfYXR0ZW1wdF91bml4X21zGAQgASgDEhIKCmxhc3RfZXJyb3IYBSABKAkiYQoPU2V0UHJpY2VSZXF1ZXN0EhAKCG1vZGVsX2lkGAEgASgJEiIKFXByaWNlX2NyZWRpdF9wZXJfdW5pdBgCIAEoA0gAiAEBQhgKFl9wcmljZV9jcmVkaXRfcGVyX3VuaXQiPAoQU2V0UHJpY2VSZXNwb25zZRIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCI2ChFTZXRFbmFibGVkUmVxdWVzdBIQCghtb2RlbF9pZBgBIAEoCRIPCgdlbmFibGVkGAIgASgIIj4KElNldEVuYWJsZWRSZXNwb25zZRIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCIpChdTZXRMaXN0aW5nSGlkZGVuUmVxdWVzdBIOCgZoaWRkZW4YASABKAgiKgoYU2V0TGlzdGluZ0hpZGRlblJlc3BvbnNlEg4KBmhpZGRlbhgBIAEoCCIWChRTeW5jUHJvdmlkZXJzUmVxdWVzdCJMChVTeW5jUHJvdmlkZXJzUmVzcG9uc2USMwoJcHJvdmlkZXJzGAEgAygLMiAuZ2F0ZXdheS5jYXRhbG9nLnYxLlByb3ZpZGVyU3luYyIUChJHZXRTbmFwc2hvdFJlcXVlc3Qi4AEKE0dldFNuYXBzaG90UmVzcG9uc2USKQoGbW9kZWxzGAEgAygLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsEjMKCXByb3ZpZGVycxgCIAMoCzIgLmdhdGV3YXkuY2F0YWxvZy52MS5Qcm92aWRlclN5bmMSFgoObGlzdGluZ19oaWRkZW4YAyABKAgSFwoPbWF4X3N5bmNfYWdlX21zGAQgASgDEjgKCXByb3RvY29scxgFIAMoCzIlLmdhdGV3YXkuY2F0YWxvZy52MS5Qcm92aWRlclByb3RvY29scyI8ChFQcm92aWRlclByb3RvY29scxIQCghwcm92aWRlchgBIAEoCRIVCg10ZXh0X2RpYWxlY3RzGAIgAygJItUCCgVNb2RlbBIKCgJpZBgBIAEoCRIrCgRraW5kGAIgASgOMh0uZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsS2luZBIUCgxjYXBhYmlsaXRpZXMYAyADKAkSIgoVcHJpY2VfY3JlZGl0X3Blcl91bml0GAQgASgDSACIAQESDwoHZW5hYmxlZBgFIAEoCBIQCghwcm92aWRlchgGIAEoCRIWCg51cHN0cmVhbV9tb2RlbBgHIAEoCRIpCgZyb3V0ZXMYCCADKAsyGS5nYXRld2F5LmNhdGFsb2cudjEuUm91dGUSLwoGbGltaXRzGAkgASgLMh8uZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsTGltaXRzEhcKD2NyZWF0ZWRfdW5peF9tcxgKIAEoAxIPCgdhbGlhc2VzGAsgAygJQhgKFl9wcmljZV9jcmVkaXRfcGVyX3VuaXQiKgoRTGlzdE1vZGVsc1JlcXVlc3QSFQoNbGlzdGFibGVfb25seRgBIAEoCCJXChJMaXN0TW9kZWxzUmVzcG9uc2USKQoGbW9kZWxzGAEgAygLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsEhYKDmxpc3RpbmdfaGlkZGVuGAIgASgIIj4KElVwc2VydE1vZGVsUmVxdWVzdBIoCgVtb2RlbBgBIAEoCzIZLmdhdGV3YXkuY2F0YWxvZy52MS5Nb2RlbCI/ChNVcHNlcnRNb2RlbFJlc3BvbnNlEigKBW1vZGVsGAEgASgLMhkuZ2F0ZXdheS5jYXRhbG9nLnYxLk1vZGVsKmgKCU1vZGVsS2luZBIaChZNT0RFTF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPTU9ERUxfS0lORF9URVhUEAESFAoQTU9ERUxfS0lORF9JTUFHRRACEhQKEE1PREVMX0tJTkRfVklERU8QAzLZBwoOQ2F0YWxvZ1NlcnZpY2USWwoKTGlzdE1vZGVscxIlLmdhdGV3YXkuY2F0YWxvZy52MS5MaXN0TW9kZWxzUmVxdWVzdBomLmdhdGV3YXkuY2F0YWxvZy52MS5MaXN0TW9kZWxzUmVzcG9uc2USXgoLVXBzZXJ0TW9kZWwSJi5nYXRld2F5LmNhdGFsb2cudjEuVXBzZXJ0TW9kZWxSZXF1ZXN0GicuZ2F0ZXdheS5jYXRhbG9nLnYxLlVwc2VydE1vZGVsUmVzcG9uc2USVQoIU2V0UHJpY2USIy5nYXRld2F5LmNhdGFsb2cudjEuU2V0UHJpY2VSZXF1ZXN0GiQuZ2F0ZXdheS5jYXRhbG9nLnYxLlNldFByaWNlUmVzcG9uc2USWwoKU2V0RW5hYmxlZBIlLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRFbmFibGVkUmVxdWVzdBomLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRFbmFibGVkUmVzcG9uc2USbQoQU2V0TGlzdGluZ0hpZGRlbhIrLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRMaXN0aW5nSGlkZGVuUmVxdWVzdBosLmdhdGV3YXkuY2F0YWxvZy52MS5TZXRMaXN0aW5nSGlkZGVuUmVzcG9uc2USZAoNU3luY1Byb3ZpZGVycxIoLmdhdGV3YXkuY2F0YWxvZy52MS5TeW5jUHJvdmlkZXJzUmVxdWVzdBopLmdhdGV3YXkuY2F0YWxvZy52MS5TeW5jUHJvdmlkZXJzUmVzcG9uc2USXgoLR2V0U25hcHNob3QSJi5nYXRld2F5LmNhdGFsb2cudjEuR2V0U25hcHNob3RSZXF1ZXN0GicuZ2F0ZXdheS5jYXRhbG9nLnYxLkdldFNuYXBzaG90UmVzcG9uc2USVQoIQWRkQWxpYXMSIy5nYXRld2F5LmNhdGFsb2cudjEuQWRkQWxpYXNSZXF1ZXN0GiQuZ2F0ZXdheS5jYXRhbG9nLnYxLkFkZEFsaWFzUmVzcG9uc2USXgoLUmVtb3ZlQWxpYXMSJi5nYXRld2F5LmNhdGFsb2cudjEuUmVtb3ZlQWxpYXNSZXF1ZXN0GicuZ2F0ZXdheS5jYXRhbG9nLnYxLlJlbW92ZUFsaWFzUmVzcG9uc2USagoPTGlzdEF1ZGl0RXZlbnRzEiouZ2F0ZXdheS5jYXRhbG9nLnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaKy5nYXRld2F5LmNhdGFsb2cudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2ViBnByb3RvMw");
+
+/**
+ * Describes the message gateway.catalog.v1.ListAuditEventsRequest.
+ * Use `create(ListAuditEventsRequestSchema)` to create a new message.
+ */
+export const ListAuditEventsRequestSchema = /*@__PURE__*/
+  messageDesc(file_gateway_catalog_v1_catalog, 0);
+
+/**
+ * Describes the message gateway.catalog.v1.ListAuditEventsResponse.
+ * Use `create(ListAuditEventsResponseSchema)` to create a new message.
+ */
+export const ListAuditEventsResponseSchema = /*@__PURE__*/
+  messageDesc(file_gateway_catalog_v1_catalog, 1);
+
+/**
+ * Describes the message gateway.catalog.v1.AuditEvent.
+ * Use `create(AuditEventSchema)` to create a new message.
+ */
+export const AuditEventSchema = /*@__PURE__*/
+  messageDesc(file_gateway_catalog_v1_catalog, 2);
 
 /**
  * Describes the message gateway.catalog.v1.AddAliasRequest.
  * Use `create(AddAliasRequestSchema)` to create a new message.
  */
 export const AddAliasRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 0);
+  messageDesc(file_gateway_catalog_v1_catalog, 3);
 
 /**
  * Describes the message gateway.catalog.v1.AddAliasResponse.
  * Use `create(AddAliasResponseSchema)` to create a new message.
  */
 export const AddAliasResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 1);
+  messageDesc(file_gateway_catalog_v1_catalog, 4);
 
 /**
  * Describes the message gateway.catalog.v1.RemoveAliasRequest.
  * Use `create(RemoveAliasRequestSchema)` to create a new message.
  */
 export const RemoveAliasRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 2);
+  messageDesc(file_gateway_catalog_v1_catalog, 5);
 
 /**
  * Describes the message gateway.catalog.v1.RemoveAliasResponse.
  * Use `create(RemoveAliasResponseSchema)` to create a new message.
  */
 export const RemoveAliasResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 3);
+  messageDesc(file_gateway_catalog_v1_catalog, 6);
 
 /**
  * Describes the message gateway.catalog.v1.Route.
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 4);
+  messageDesc(file_gateway_catalog_v1_catalog, 7);
 
 /**
  * Describes the message gateway.catalog.v1.ModelLimits.
  * Use `create(ModelLimitsSchema)` to create a new message.
  */
 export const ModelLimitsSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 5);
+  messageDesc(file_gateway_catalog_v1_catalog, 8);
 
 /**
  * Describes the message gateway.catalog.v1.ProviderSync.
  * Use `create(ProviderSyncSchema)` to create a new message.
  */
 export const ProviderSyncSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 6);
+  messageDesc(file_gateway_catalog_v1_catalog, 9);
 
 /**
  * Describes the message gateway.catalog.v1.SetPriceRequest.
  * Use `create(SetPriceRequestSchema)` to create a new message.
  */
 export const SetPriceRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 7);
+  messageDesc(file_gateway_catalog_v1_catalog, 10);
 
 /**
  * Describes the message gateway.catalog.v1.SetPriceResponse.
  * Use `create(SetPriceResponseSchema)` to create a new message.
  */
 export const SetPriceResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 8);
+  messageDesc(file_gateway_catalog_v1_catalog, 11);
 
 /**
  * Describes the message gateway.catalog.v1.SetEnabledRequest.
  * Use `create(SetEnabledRequestSchema)` to create a new message.
  */
 export const SetEnabledRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 9);
+  messageDesc(file_gateway_catalog_v1_catalog, 12);
 
 /**
  * Describes the message gateway.catalog.v1.SetEnabledResponse.
  * Use `create(SetEnabledResponseSchema)` to create a new message.
  */
 export const SetEnabledResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 10);
+  messageDesc(file_gateway_catalog_v1_catalog, 13);
 
 /**
  * Describes the message gateway.catalog.v1.SetListingHiddenRequest.
  * Use `create(SetListingHiddenRequestSchema)` to create a new message.
  */
 export const SetListingHiddenRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 11);
+  messageDesc(file_gateway_catalog_v1_catalog, 14);
 
 /**
  * Describes the message gateway.catalog.v1.SetListingHiddenResponse.
  * Use `create(SetListingHiddenResponseSchema)` to create a new message.
  */
 export const SetListingHiddenResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 12);
+  messageDesc(file_gateway_catalog_v1_catalog, 15);
 
 /**
  * Describes the message gateway.catalog.v1.SyncProvidersRequest.
  * Use `create(SyncProvidersRequestSchema)` to create a new message.
  */
 export const SyncProvidersRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 13);
+  messageDesc(file_gateway_catalog_v1_catalog, 16);
 
 /**
  * Describes the message gateway.catalog.v1.SyncProvidersResponse.
  * Use `create(SyncProvidersResponseSchema)` to create a new message.
  */
 export const SyncProvidersResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 14);
+  messageDesc(file_gateway_catalog_v1_catalog, 17);
 
 /**
  * Describes the message gateway.catalog.v1.GetSnapshotRequest.
  * Use `create(GetSnapshotRequestSchema)` to create a new message.
  */
 export const GetSnapshotRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 15);
+  messageDesc(file_gateway_catalog_v1_catalog, 18);
 
 /**
  * Describes the message gateway.catalog.v1.GetSnapshotResponse.
  * Use `create(GetSnapshotResponseSchema)` to create a new message.
  */
 export const GetSnapshotResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 16);
+  messageDesc(file_gateway_catalog_v1_catalog, 19);
 
 /**
  * Describes the message gateway.catalog.v1.ProviderProtocols.
  * Use `create(ProviderProtocolsSchema)` to create a new message.
  */
 export const ProviderProtocolsSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 17);
+  messageDesc(file_gateway_catalog_v1_catalog, 20);
 
 /**
  * Describes the message gateway.catalog.v1.Model.
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 18);
+  messageDesc(file_gateway_catalog_v1_catalog, 21);
 
 /**
  * Describes the message gateway.catalog.v1.ListModelsRequest.
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 19);
+  messageDesc(file_gateway_catalog_v1_catalog, 22);
 
 /**
  * Describes the message gateway.catalog.v1.ListModelsResponse.
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 20);
+  messageDesc(file_gateway_catalog_v1_catalog, 23);
 
 /**
  * Describes the message gateway.catalog.v1.UpsertModelRequest.
  * Use `create(UpsertModelRequestSchema)` to create a new message.
  */
 export const UpsertModelRequestSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 21);
+  messageDesc(file_gateway_catalog_v1_catalog, 24);
 
 /**
  * Describes the message gateway.catalog.v1.UpsertModelResponse.
  * Use `create(UpsertModelResponseSchema)` to create a new message.
  */
 export const UpsertModelResponseSchema = /*@__PURE__*/
-  messageDesc(file_gateway_catalog_v1_catalog, 22);
+  messageDesc(file_gateway_catalog_v1_catalog, 25);
 
 /**
  * Describes the enum gateway.catalog.v1.ModelKind.
