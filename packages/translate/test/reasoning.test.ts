@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createStreamTranslator, translateRequest, translateResponse, type Dialect, type OutputEvent, type SseEvent } from '../src/index.ts';
-import { CALL_ID, CTX, UPSTREAM_RESPONSES, UPSTREAM_STREAMS } from './fixtures.ts';
+import { CALL_ID, CTX, PLAIN_UPSTREAM_STREAMS, UPSTREAM_RESPONSES, UPSTREAM_STREAMS } from './fixtures.ts';
 
 const ARGS = '{"city":"Paris"}';
 
@@ -217,6 +217,10 @@ describe('a reasoning proof goes back only to the provider that made it', () => 
         { functionCall: { name: 'get_weather', args: { city: 'Paris' } } },
       ]);
     }
+  });
+
+  it('a chat client streams the same with or without the upstream’s thinking', () => {
+    expect(run('messages', 'chat', UPSTREAM_STREAMS.messages)).toEqual(run('messages', 'chat', PLAIN_UPSTREAM_STREAMS.messages));
   });
 
   it('a chat client sees no reasoning, and a chat upstream gets none', () => {

@@ -241,8 +241,8 @@ function writeBlock(part: Part): Json | undefined {
 function writeMessage(message: Message): Json {
   if (message.role === 'system') return { role: 'system', content: joinText(message.parts) };
   const { results, rest } = resultsFirst(message.parts);
-  // Reasoning goes to Anthropic only when Anthropic made it (its signature is checked).
-  const parts = [...results, ...rest].filter((p) => p.type !== 'reasoning' || (p.source === 'messages' && p.signature !== undefined));
+  // Reasoning goes to Anthropic only when Anthropic made and signed it (its signature is checked).
+  const parts = [...results, ...rest].filter((p) => p.type !== 'reasoning' || (p.source === 'messages' && (p.signature ?? '') !== ''));
   const only = parts[0];
   const content = parts.length === 1 && only?.type === 'text' ? only.text : parts.flatMap((p) => writeBlock(p) ?? []);
   return { role: message.role, content };
