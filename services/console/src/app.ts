@@ -4,6 +4,8 @@ import fastifyFormbody from '@fastify/formbody';
 import { accessLog } from '@gw/service-kit';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ResolvedSession } from './auth/sessions.ts';
+import type { BillingClient } from './billing/clients.ts';
+import type { Permission } from './members/roles.ts';
 import type { ConsoleDeps, RouteDeps } from './deps.ts';
 import { registerAssets } from './http/assets.ts';
 import { cookieSettings } from './http/cookies.ts';
@@ -15,6 +17,8 @@ import { adminRoutes } from './routes/admin.routes.ts';
 import { balanceRoutes } from './routes/balance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
 import { loginRoutes } from './routes/login.routes.ts';
+import { membersRoutes } from './routes/members.routes.ts';
+import { homeOf } from './members/roles.ts';
 import { requireMember } from './routes/member-guard.ts';
 import { usageRoutes } from './routes/usage.routes.ts';
 
@@ -24,6 +28,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in member's session; set by the member guard on every member route. */
     memberSession: ResolvedSession | null;
+    /** Billing as this member may use it (role-checked); set by the member guard. */
+    billing: BillingClient;
+  }
+  interface FastifyContextConfig {
+    /** What a member route needs; a member route without one is refused to everyone. */
+    permission?: Permission;
   }
 }
 
@@ -48,6 +58,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     originOf: (request) => deps.publicOrigin ?? `${request.protocol}://${request.host}`,
   };
   app.decorateRequest('memberSession', null);
+  app.decorateRequest('billing', null as unknown as BillingClient);
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody, { bodyLimit: BODY_LIMIT });
   registerSecurityHeaders(app);
@@ -65,12 +76,13 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   // Everything else requires a session; state-changing requests also a CSRF token and our Origin.
   await app.register(async (member) => {
     requireMember(member, routeDeps);
-    member.get('/', async (_request, reply) => reply.redirect('/keys', 303));
+    member.get('/', { config: { permission: 'self' } }, async (request, reply) => reply.redirect(homeOf(request.memberSession!.member.role), 303));
     await member.register(keysRoutes, routeDeps);
     await member.register(usageRoutes, routeDeps);
     await member.register(activityRoutes, routeDeps);
     await member.register(balanceRoutes, routeDeps);
     await member.register(accountRoutes, routeDeps);
+    await member.register(membersRoutes, routeDeps);
   });
   return app;
 }

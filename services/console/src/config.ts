@@ -49,6 +49,8 @@ const schema = z.object({
       }
       return v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
     }),
+  /** Most keys (not revoked) one account may have; the dashboard refuses to create more. */
+  CONSOLE_MAX_KEYS_PER_ACCOUNT: z.coerce.number().int().positive().default(100),
   SESSION_IDLE_MINUTES: minutes(30),
   SESSION_MAX_MINUTES: minutes(12 * 60),
   /** Lifetime of an invitation link (a member who has no password yet). */

@@ -27,6 +27,8 @@ export interface ConsoleDeps {
   adminToken: string | undefined;
   /** Fastify's `trustProxy`: none, or which proxies (see `CONSOLE_TRUST_PROXY`). */
   trustProxy: false | string[];
+  /** Most keys (not revoked) an account may have; creating another is refused. */
+  maxKeysPerAccount: number;
   isReady: () => boolean;
   now?: () => Date;
 }

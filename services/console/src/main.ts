@@ -59,6 +59,7 @@ const app = await buildApp({
   secureCookies: !config.CONSOLE_INSECURE_COOKIES,
   adminToken: config.CONSOLE_ADMIN_TOKEN,
   trustProxy: config.CONSOLE_TRUST_PROXY,
+  maxKeysPerAccount: config.CONSOLE_MAX_KEYS_PER_ACCOUNT,
   isReady: () => ready,
 });
 if (config.CONSOLE_INSECURE_COOKIES) logger.warn('CONSOLE_INSECURE_COOKIES=true: cookies are sent over plain http (local use only)');

@@ -149,8 +149,7 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     });
     const invite = forged.json() as { set_password_url: string; expires_at: string };
     expect(new URL(invite.set_password_url).origin).toBe(ORIGIN);
-    const { browser } = await signedIn(accountA);
-    const memberEmail = /Signed in as ([^ ]+) ·/.exec((await browser.get('/keys')).body)?.[1] ?? '';
+    const { browser, email: memberEmail } = await signedIn(accountA);
     const reset = await app.inject({
       method: 'POST',
       url: '/internal/members/reset-password',

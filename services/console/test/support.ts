@@ -51,7 +51,7 @@ export async function insertMember(orm: MikroORM, accountId: string, email: stri
 export async function testApp(
   orm: MikroORM,
   billing: FakeBilling,
-  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy'] } = {},
+  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy']; maxKeysPerAccount?: number } = {},
 ): Promise<{ app: FastifyInstance; sessions: Sessions; members: Members }> {
   const hmac = testHmac();
   const sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 });
@@ -69,6 +69,7 @@ export async function testApp(
     secureCookies: true,
     adminToken: opts.adminToken,
     trustProxy: opts.trustProxy ?? false,
+    maxKeysPerAccount: opts.maxKeysPerAccount ?? 100,
     isReady: () => true,
   });
   return { app, sessions, members };

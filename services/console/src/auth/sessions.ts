@@ -1,4 +1,5 @@
 import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
+import type { Role } from '../members/roles.ts';
 import { randomToken, type Hmac } from './secrets.ts';
 
 /**
@@ -15,6 +16,8 @@ export interface SessionPolicy {
 /** The member a valid session belongs to. */
 export interface SessionMember {
   memberId: string;
+  /** Read at every request: a role changed by an owner applies at the member's next request. */
+  role: Role;
   accountId: string;
   email: string;
   timeZone: string | null;
@@ -31,6 +34,7 @@ const TOUCH_EVERY_MS = 60_000;
 
 interface SessionRow {
   member_id: string;
+  role: Role;
   account_id: string;
   email: string;
   time_zone: string | null;
@@ -73,7 +77,7 @@ export class Sessions {
     const idHash = this.idHash(cookieValue);
     const em = this.#orm.em.fork();
     const rows = await em.execute<SessionRow[]>(
-      `select s.member_id, s.last_seen_at, s.expires_at, m.account_id, m.email, m.time_zone
+      `select s.member_id, s.last_seen_at, s.expires_at, m.account_id, m.email, m.time_zone, m.role
          from session s join member m on m.id = s.member_id where s.id_hash = ?`,
       [idHash],
     );
@@ -88,7 +92,7 @@ export class Sessions {
     if (now - lastSeen >= TOUCH_EVERY_MS) {
       await em.execute('update session set last_seen_at = ? where id_hash = ?', [new Date(now), idHash]);
     }
-    return { idHash, member: { memberId: row.member_id, accountId: row.account_id, email: row.email, timeZone: row.time_zone } };
+    return { idHash, member: { memberId: row.member_id, role: row.role, accountId: row.account_id, email: row.email, timeZone: row.time_zone } };
   }
 
   async revoke(idHash: Buffer): Promise<void> {

@@ -1,6 +1,7 @@
 import { GatewayError } from '@gw/errors';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
-import { messagePage } from '../views/auth.view.ts';
+import { ForbiddenError } from '../members/roles.ts';
+import { forbiddenPage, messagePage } from '../views/auth.view.ts';
 import { BadFormError } from './forms.ts';
 
 /**
@@ -46,6 +47,10 @@ export function registerErrorPages(app: FastifyInstance): void {
         status = 502;
         text = 'A service the console depends on is unavailable. Try again shortly.';
       }
+    } else if (err instanceof ForbiddenError) {
+      request.log.warn({ err: err.message, member: request.memberSession?.member.memberId }, 'refused: the role does not allow it');
+      const role = request.memberSession?.member.role ?? 'none';
+      return reply.code(403).type('text/html; charset=utf-8').send(forbiddenPage(role).value);
     } else if (err instanceof BadFormError) {
       status = 400;
       title = 'Not accepted';

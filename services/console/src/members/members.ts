@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM, QueryResult } from '@mikro-orm/postgresql';
 import { hashPassword, passwordProblem, verifyPassword } from '../auth/passwords.ts';
 import { randomToken, type Hmac } from '../auth/secrets.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import { isUniqueViolation } from '../db/pg-errors.ts';
+import type { Role } from './roles.ts';
 
 /**
  * Members of accounts: created by an operator (the console's admin endpoint), who hands the person
@@ -22,6 +23,7 @@ export function normalizeEmail(raw: string): string | null {
 export interface MemberRow {
   id: string;
   account_id: string;
+  role: Role;
   email: string;
   password_hash: string | null;
   time_zone: string | null;
@@ -30,7 +32,7 @@ export interface MemberRow {
 /** Why an operation on a member was refused, in words fit for the person or operator. */
 export class MemberError extends Error {
   override name = 'MemberError';
-  readonly reason: 'invalid' | 'exists' | 'token';
+  readonly reason: 'invalid' | 'exists' | 'token' | 'last-owner';
 
   constructor(reason: MemberError['reason'], message: string) {
     super(message);
@@ -53,6 +55,15 @@ export const NOTICE_TEXT: Record<NoticeKind, string> = {
   'invite-link-issued': 'An invitation link to choose your password was issued.',
   'reset-link-issued': 'A password reset link was issued for your sign-in. If you did not ask for it, tell your account owner; your password keeps working until the link is used.',
 };
+
+export interface MemberListing {
+  memberId: string;
+  email: string;
+  role: Role;
+  /** False until the member has set a password from their invitation. */
+  active: boolean;
+  createdAt: Date;
+}
 
 export interface MemberNotice {
   kind: NoticeKind;
@@ -87,7 +98,7 @@ export class Members {
     const normal = normalizeEmail(email);
     if (!normal) return null;
     const rows = await this.#orm.em.fork().execute<MemberRow[]>(
-      'select id, account_id, email, password_hash, time_zone from member where email = ?',
+      'select id, account_id, role, email, password_hash, time_zone from member where email = ?',
       [normal],
     );
     return rows[0] ?? null;
@@ -95,7 +106,7 @@ export class Members {
 
   async byId(id: string): Promise<MemberRow | null> {
     const rows = await this.#orm.em.fork().execute<MemberRow[]>(
-      'select id, account_id, email, password_hash, time_zone from member where id = ?',
+      'select id, account_id, role, email, password_hash, time_zone from member where id = ?',
       [id],
     );
     return rows[0] ?? null;
@@ -106,17 +117,20 @@ export class Members {
    * already belongs to a member who never set a password gets a fresh link instead (the first
    * may have expired); any other existing address is refused.
    */
-  async create(accountId: string, rawEmail: string): Promise<{ memberId: string; created: boolean }> {
+  async create(accountId: string, rawEmail: string, role: Role = 'owner'): Promise<{ memberId: string; created: boolean }> {
     const email = normalizeEmail(rawEmail);
     if (!email) throw new MemberError('invalid', 'That is not an e-mail address.');
     const existing = await this.byEmail(email);
     if (existing) {
-      if (existing.account_id === accountId && existing.password_hash === null) return { memberId: existing.id, created: false };
+      if (existing.account_id === accountId && existing.password_hash === null) {
+        if (existing.role !== role) await this.#orm.em.fork().execute('update member set role = ? where id = ?', [role, existing.id]);
+        return { memberId: existing.id, created: false };
+      }
       throw new MemberError('exists', 'A member with this e-mail address already exists.');
     }
     const id = randomUUID();
     try {
-      await this.#orm.em.fork().execute('insert into member (id, account_id, email) values (?, ?, ?)', [id, accountId, email]);
+      await this.#orm.em.fork().execute('insert into member (id, account_id, email, role) values (?, ?, ?, ?)', [id, accountId, email, role]);
     } catch (err) {
       if (isUniqueViolation(err)) throw new MemberError('exists', 'A member with this e-mail address already exists.');
       throw err;
@@ -170,7 +184,7 @@ export class Members {
   async tokenMember(token: string): Promise<MemberRow | null> {
     if (token.length === 0 || token.length > 128) return null;
     const rows = await this.#orm.em.fork().execute<MemberRow[]>(
-      `select m.id, m.account_id, m.email, m.password_hash, m.time_zone
+      `select m.id, m.account_id, m.role, m.email, m.password_hash, m.time_zone
          from password_token t join member m on m.id = t.member_id
         where t.token_hash = ? and t.used_at is null and t.expires_at > ?`,
       [this.#hmac.digest('set-password', token), this.#now()],
@@ -240,6 +254,72 @@ export class Members {
     ]);
     await this.endPendingLinks(memberId);
     return password;
+  }
+
+  /** The members of an account, owners first, then by address. */
+  async list(accountId: string): Promise<MemberListing[]> {
+    const rows = await this.#orm.em.fork().execute<{ id: string; email: string; role: Role; has_password: boolean; created_at: Date }[]>(
+      `select id, email, role, password_hash is not null as has_password, created_at from member where account_id = ?
+        order by array_position(array['owner', 'admin', 'developer', 'viewer'], role), email`,
+      [accountId],
+    );
+    return rows.map((r) => ({ memberId: r.id, email: r.email, role: r.role, active: r.has_password, createdAt: new Date(r.created_at) }));
+  }
+
+  /**
+   * Gives a member another role. The account's owners are locked first, so two changes at once
+   * cannot both take away the last owner.
+   */
+  async setRole(memberId: string, role: Role): Promise<MemberRow> {
+    return this.#orm.em.fork().transactional(async (tx) => {
+      const member = await this.#lockWithOwners(tx, memberId);
+      if (member.role === 'owner' && role !== 'owner') await this.#keepAnOwner(tx, member);
+      await tx.execute('update member set role = ? where id = ?', [role, memberId]);
+      return { ...member, role };
+    });
+  }
+
+  /** Removes a member (their sessions and links end with them); never the account's last owner. */
+  async remove(memberId: string): Promise<MemberRow> {
+    return this.#orm.em.fork().transactional(async (tx) => {
+      const member = await this.#lockWithOwners(tx, memberId);
+      if (member.role === 'owner') await this.#keepAnOwner(tx, member);
+      await tx.execute('delete from member where id = ?', [memberId]);
+      return member;
+    });
+  }
+
+  async #lockWithOwners(tx: EntityManager, memberId: string): Promise<MemberRow> {
+    const rows = await tx.execute<MemberRow[]>('select id, account_id, role, email, password_hash, time_zone from member where id = ?', [memberId]);
+    const member = rows[0];
+    if (!member) throw new MemberError('invalid', 'No such member.');
+    await tx.execute(`select id from member where account_id = ? and role = 'owner' order by id for update`, [member.account_id]);
+    return member;
+  }
+
+  async #keepAnOwner(tx: EntityManager, member: MemberRow): Promise<void> {
+    const others = await tx.execute<{ n: string }[]>(`select count(*)::text as n from member where account_id = ? and role = 'owner' and id <> ?`, [member.account_id, member.id]);
+    if (Number(others[0]?.n ?? 0) === 0) throw new MemberError('last-owner', 'An account always keeps one owner: make another member owner first.');
+  }
+
+  /** Records who created a key in the console (a developer manages only their own keys). */
+  async recordKeyCreator(keyId: string, accountId: string, memberId: string): Promise<void> {
+    await this.#orm.em.fork().execute(
+      'insert into key_creator (key_id, account_id, member_id, created_at) values (?, ?, ?, ?) on conflict (key_id) do nothing',
+      [keyId, accountId, memberId, this.#now()],
+    );
+  }
+
+  /** The member who created each key of the account in the console (keys made elsewhere have none). */
+  async keyCreators(accountId: string): Promise<Map<string, string>> {
+    const rows = await this.#orm.em.fork().execute<{ key_id: string; member_id: string }[]>('select key_id, member_id from key_creator where account_id = ?', [accountId]);
+    return new Map(rows.map((r) => [r.key_id, r.member_id]));
+  }
+
+  /** The member who created a key in the console, or null. */
+  async keyCreator(keyId: string): Promise<string | null> {
+    const rows = await this.#orm.em.fork().execute<{ member_id: string }[]>('select member_id from key_creator where key_id = ?', [keyId]);
+    return rows[0]?.member_id ?? null;
   }
 
   /** Deletes spent and expired set-password tokens (housekeeping). */

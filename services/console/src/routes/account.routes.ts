@@ -29,9 +29,9 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
       );
   };
 
-  app.get('/account', async (request, reply) => show(request, reply, noticeFrom(request.query)));
+  app.get('/account', { config: { permission: 'self' } }, async (request, reply) => show(request, reply, noticeFrom(request.query)));
 
-  app.post('/account/password', async (request, reply) => {
+  app.post('/account/password', { config: { permission: 'self' } }, async (request, reply) => {
     const session = request.memberSession!;
     const current = formField(request.body, 'current', PASSWORD_MAX + 1);
     const next = formField(request.body, 'password', PASSWORD_MAX + 1);
@@ -61,20 +61,20 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     return reply.redirect('/account?done=password-changed', 303);
   });
 
-  app.post('/account/time-zone', async (request, reply) => {
+  app.post('/account/time-zone', { config: { permission: 'self' } }, async (request, reply) => {
     const zone = formField(request.body, 'time_zone', 64);
     if (zone !== '' && !isTimeZone(zone)) return show(request, reply, { kind: 'error', text: 'Choose a time zone from the list.' }, 400);
     await deps.members.setTimeZone(request.memberSession!.member.memberId, zone === '' ? null : zone);
     return reply.redirect('/account?done=time-zone-saved', 303);
   });
 
-  app.post('/logout', async (request, reply) => {
+  app.post('/logout', { config: { permission: 'self' } }, async (request, reply) => {
     await deps.sessions.revoke(request.memberSession!.idHash);
     reply.clearCookie(deps.cookies.session, deps.cookies.options);
     return reply.redirect('/login?done=logged-out', 303);
   });
 
-  app.post('/account/logout-all', async (request, reply) => {
+  app.post('/account/logout-all', { config: { permission: 'self' } }, async (request, reply) => {
     const { memberId } = request.memberSession!.member;
     const ended = await deps.sessions.revokeAll(memberId);
     await deps.members.endPendingLinks(memberId);

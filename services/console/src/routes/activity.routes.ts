@@ -75,13 +75,13 @@ export async function activityRoutes(app: FastifyInstance, deps: RouteDeps): Pro
     }
   }
 
-  app.get('/activity', async (request, reply) => {
+  app.get('/activity', { config: { permission: 'usage.view' } }, async (request, reply) => {
     const ctx = await viewerFor(request, deps);
     const accountId = ctx.member.accountId;
     let { filter, cursor, notice } = parseFilter(request.query);
-    const [{ keys: rawKeys }, models] = await Promise.all([deps.billing.listKeyDetails({ accountId }), modelIds(request)]);
+    const [{ keys: rawKeys }, models] = await Promise.all([request.billing.listKeyDetails({ accountId }), modelIds(request)]);
     const list = (f: ActivityFilter, c: string) =>
-      deps.billing.listActivity({ accountId, keyId: f.keyId, model: f.model, status: f.status, fromDate: f.from, toDate: f.to, timeZone: ctx.viewer.timeZone, cursor: c, limit: PAGE_SIZE });
+      request.billing.listActivity({ accountId, keyId: f.keyId, model: f.model, status: f.status, fromDate: f.from, toDate: f.to, timeZone: ctx.viewer.timeZone, cursor: c, limit: PAGE_SIZE });
     let res;
     try {
       res = await list(filter, cursor);
@@ -103,15 +103,15 @@ export async function activityRoutes(app: FastifyInstance, deps: RouteDeps): Pro
 
   // The filtered log as CSV, newest first, to match a charge with a request id offline. Invalid
   // filters are dropped as on the page; a key of another account answers 404.
-  app.get('/activity.csv', async (request, reply) => {
+  app.get('/activity.csv', { config: { permission: 'usage.view' } }, async (request, reply) => {
     const ctx = await viewerFor(request, deps);
     const accountId = ctx.member.accountId;
     const { filter } = parseFilter(request.query);
-    const { keys: rawKeys } = await deps.billing.listKeyDetails({ accountId });
+    const { keys: rawKeys } = await request.billing.listKeyDetails({ accountId });
     const items: billingV1.ActivityItem[] = [];
     let cursor = '';
     do {
-      const res = await deps.billing.listActivity({ accountId, keyId: filter.keyId, model: filter.model, status: filter.status, fromDate: filter.from, toDate: filter.to, timeZone: ctx.viewer.timeZone, cursor, limit: CSV_PAGE });
+      const res = await request.billing.listActivity({ accountId, keyId: filter.keyId, model: filter.model, status: filter.status, fromDate: filter.from, toDate: filter.to, timeZone: ctx.viewer.timeZone, cursor, limit: CSV_PAGE });
       items.push(...res.items);
       cursor = res.nextCursor;
     } while (cursor !== '' && items.length < CSV_MAX_ROWS);

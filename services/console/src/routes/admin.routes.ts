@@ -1,10 +1,13 @@
 import { GatewayError } from '@gw/errors';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { RouteDeps } from '../deps.ts';
 import { safeEqual } from '../auth/secrets.ts';
 import { setPasswordUrl } from '../http/origins.ts';
-import { EMAIL_MAX, MemberError, type IssuedLink } from '../members/members.ts';
+import { EMAIL_MAX, MemberError, type IssuedLink, type MemberRow } from '../members/members.ts';
+import { ROLES } from '../members/roles.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const CreateMember = z.object({
   account_id: z.string().max(64),
@@ -14,7 +17,13 @@ const CreateMember = z.object({
    * launcher's demo member; an operator hands people links).
    */
   generate_password: z.boolean().optional(),
+  /** The member's role; an operator's member is an owner unless told otherwise. */
+  role: z.enum(ROLES).optional(),
 });
+
+const ListMembers = z.object({ account_id: z.string().max(64) });
+const SetRole = z.object({ member_id: z.string().max(64), role: z.enum(ROLES) });
+const RemoveMember = z.object({ member_id: z.string().max(64) });
 
 const ResetPassword = z.object({ email: z.string().max(EMAIL_MAX) });
 
@@ -54,8 +63,8 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
 
   app.post('/internal/members', async (request, reply) => {
     const parsed = CreateMember.safeParse(request.body);
-    if (!parsed.success) return reply.code(400).send(fail('invalid_request', 'Send {"account_id", "email"} as JSON.'));
-    const { account_id: accountId, email, generate_password: generate } = parsed.data;
+    if (!parsed.success) return reply.code(400).send(fail('invalid_request', `Send {"account_id", "email", "role"?} as JSON; role is one of ${ROLES.join(', ')}.`));
+    const { account_id: accountId, email, generate_password: generate, role = 'owner' } = parsed.data;
     try {
       await deps.billing.getAccount({ accountId });
     } catch (err) {
@@ -64,20 +73,20 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     }
     let member;
     try {
-      member = await deps.members.create(accountId, email);
+      member = await deps.members.create(accountId, email, role);
     } catch (err) {
       if (!(err instanceof MemberError)) throw err;
       return err.reason === 'exists'
         ? reply.code(409).send(fail('duplicate_request', err.message))
         : reply.code(400).send(fail('invalid_request', err.message));
     }
-    request.log.info({ member: member.memberId, account: accountId, created: member.created }, 'member created by operator');
+    request.log.info({ member: member.memberId, account: accountId, role, created: member.created }, 'member created by operator');
     if (generate) {
       const password = await deps.members.setGeneratedPassword(member.memberId);
-      return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, password });
+      return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, member_id: member.memberId, role, password });
     }
     const link = await deps.members.issueSetPasswordToken(member.memberId);
-    return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, ...linkFields(deps, link) });
+    return reply.code(member.created ? 201 : 200).send({ user_id: member.memberId, member_id: member.memberId, role, ...linkFields(deps, link) });
   });
 
   /**
@@ -93,4 +102,47 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     request.log.info({ member: member.id, purpose: link.purpose }, 'set-password link issued by operator');
     return reply.code(200).send({ user_id: member.id, ...linkFields(deps, link) });
   });
+
+  /** The members of an account with their roles (`pnpm admin member list`). */
+  app.post('/internal/members/list', async (request, reply) => {
+    const parsed = ListMembers.safeParse(request.body);
+    if (!parsed.success || !UUID.test(parsed.data.account_id)) return reply.code(400).send(fail('invalid_request', 'Send {"account_id"} as JSON.'));
+    const members = await deps.members.list(parsed.data.account_id.toLowerCase());
+    return {
+      members: members.map((m) => ({ member_id: m.memberId, email: m.email, role: m.role, status: m.active ? 'active' : 'invited', created_at: m.createdAt.toISOString() })),
+    };
+  });
+
+  /** Gives a member another role (`pnpm admin member role`); never takes away an account's last owner. */
+  app.post('/internal/members/role', async (request, reply) => {
+    const parsed = SetRole.safeParse(request.body);
+    if (!parsed.success || !UUID.test(parsed.data.member_id)) {
+      return reply.code(400).send(fail('invalid_request', `Send {"member_id", "role"} as JSON; role is one of ${ROLES.join(', ')}.`));
+    }
+    return memberChange(reply, () => deps.members.setRole(parsed.data.member_id.toLowerCase(), parsed.data.role), (m) => {
+      request.log.info({ member: m.id, role: parsed.data.role }, 'member role changed by operator');
+      return { member_id: m.id, email: m.email, role: parsed.data.role };
+    });
+  });
+
+  /** Removes a member (`pnpm admin member remove`): their sessions and links end; never an account's last owner. */
+  app.post('/internal/members/remove', async (request, reply) => {
+    const parsed = RemoveMember.safeParse(request.body);
+    if (!parsed.success || !UUID.test(parsed.data.member_id)) return reply.code(400).send(fail('invalid_request', 'Send {"member_id"} as JSON.'));
+    return memberChange(reply, () => deps.members.remove(parsed.data.member_id.toLowerCase()), (m) => {
+      request.log.info({ member: m.id }, 'member removed by operator');
+      return { member_id: m.id, email: m.email, removed: true };
+    });
+  });
+}
+
+/** Runs a change to a member; an unknown member is 404, the last owner 400 with the reason. */
+async function memberChange(reply: FastifyReply, change: () => Promise<MemberRow>, answer: (m: MemberRow) => Record<string, unknown>) {
+  try {
+    return answer(await change());
+  } catch (err) {
+    if (!(err instanceof MemberError)) throw err;
+    if (err.reason === 'last-owner') return reply.code(400).send(fail('invalid_request', err.message));
+    return reply.code(404).send(fail('not_found', 'No such member.'));
+  }
 }

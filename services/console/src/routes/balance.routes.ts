@@ -8,16 +8,16 @@ import { viewerFor } from './viewer.ts';
 const PAGE_SIZE = 25;
 
 export async function balanceRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
-  app.get('/balance', async (request, reply) => {
+  app.get('/balance', { config: { permission: 'balance.view' } }, async (request, reply) => {
     const ctx = await viewerFor(request, deps);
     const accountId = ctx.member.accountId;
     const given = queryParam(request.query, 'cursor', 19);
     // A ledger position is a positive int64 id; anything else shows the first page.
     const cursor = isPositiveInt64(given) ? given : '';
     const [wallet, ledger, { keys }] = await Promise.all([
-      deps.billing.getWallet({ accountId }),
-      deps.billing.listLedger({ accountId, cursor, limit: PAGE_SIZE }),
-      deps.billing.listKeyDetails({ accountId }),
+      request.billing.getWallet({ accountId }),
+      request.billing.listLedger({ accountId, cursor, limit: PAGE_SIZE }),
+      request.billing.listKeyDetails({ accountId }),
     ]);
     const keyLabels = new Map(keys.map((k) => [k.info?.keyId ?? '', k.info?.name || `${k.info?.prefix ?? ''}\u2026${k.info?.lastFour ?? ''}`]));
     const lines: LedgerLine[] = ledger.items.map((e) => ({

@@ -2,6 +2,7 @@ import { GatewayError } from '@gw/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { LIMIT_PERIODS, LIMIT_TYPES, toKeyView } from '../billing/key-view.ts';
+import { mayManageKey } from '../billing/guard.ts';
 import { flashCookie } from '../http/flash.ts';
 import { formField } from '../http/forms.ts';
 import { keyPage, keysPage, KEY_NAME_MAX, type CreateForm } from '../views/keys.view.ts';
@@ -38,20 +39,23 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
   const flash = flashCookie(deps.hmac, deps.cookies);
   const listPage = async (request: FastifyRequest, reply: FastifyReply, extra: { created?: CreatedKey; form?: CreateForm; notice?: Notice }, status = 200) => {
     const ctx = await viewerFor(request, deps);
-    const { keys } = await deps.billing.listKeyDetails({ accountId: ctx.member.accountId });
+    const [{ keys }, creators] = await Promise.all([request.billing.listKeyDetails({ accountId: ctx.member.accountId }), deps.members.keyCreators(ctx.member.accountId)]);
     const now = deps.now().getTime();
+    const views = keys.map((k) => toKeyView(k, now));
+    const manageable = new Set(views.filter((k) => mayManageKey(ctx.member, creators.get(k.id))).map((k) => k.id));
     return reply
       .code(status)
       .type(HTML)
-      .send(keysPage({ viewer: ctx.viewer, keys: keys.map((k) => toKeyView(k, now)), ...extra }).value);
+      .send(keysPage({ viewer: ctx.viewer, keys: views, manageable, ...extra }).value);
   };
 
   const detailPage = async (request: KeyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200) => {
     const ctx = await viewerFor(request, deps);
-    const { key } = await deps.billing.getKeyDetails({ accountId: ctx.member.accountId, keyId: request.params.id });
+    const { key } = await request.billing.getKeyDetails({ accountId: ctx.member.accountId, keyId: request.params.id });
     const now = deps.now().getTime();
     if (!key) throw new GatewayError('not_found', 'No such API key.');
-    return reply.code(status).type(HTML).send(keyPage({ viewer: ctx.viewer, key: toKeyView(key, now), nowMs: now, notice }).value);
+    const manageable = mayManageKey(ctx.member, await deps.members.keyCreator(request.params.id));
+    return reply.code(status).type(HTML).send(keyPage({ viewer: ctx.viewer, key: toKeyView(key, now), manageable, nowMs: now, notice }).value);
   };
 
   /** Runs a change to a key; a fixable refusal re-renders the key page with the reason. */
@@ -67,13 +71,13 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
     return reply.redirect(`/keys/${encodeURIComponent(request.params.id)}?done=${done}`, 303);
   };
 
-  app.get('/keys', async (request, reply) => {
+  app.get('/keys', { config: { permission: 'keys.view' } }, async (request, reply) => {
     const notice = noticeFrom(request.query);
     const created = flash.read(request, reply, request.memberSession!.idHash);
     return listPage(request, reply, { ...(notice ? { notice } : {}), ...(isCreatedKey(created) ? { created } : {}) });
   });
 
-  app.post('/keys', async (request, reply) => {
+  app.post('/keys', { config: { permission: 'keys.create' } }, async (request, reply) => {
     const form: CreateForm = {
       name: cleanName(formField(request.body, 'name', KEY_NAME_MAX)),
       expires: formField(request.body, 'expires_at', 32),
@@ -85,14 +89,21 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
       if (!at) return listPage(request, reply, { form, notice: { kind: 'error', text: 'The expiry is not a date and time.' } }, 400);
       expiresAtUnixMs = BigInt(at.getTime());
     }
+    // A cap on keys per account (revoked ones do not count): a leaked session cannot mint thousands.
+    const { keys: existing } = await request.billing.listKeyDetails({ accountId: ctx.member.accountId });
+    const live = existing.filter((k) => (k.info?.revokedAtUnixMs ?? 0n) === 0n).length;
+    if (live >= deps.maxKeysPerAccount) {
+      return listPage(request, reply, { form, notice: { kind: 'error', text: `This account has ${live} keys, the most it may have. Revoke keys it no longer uses, then create this one.` } }, 400);
+    }
     let created;
     try {
-      created = await deps.billing.createApiKey({ accountId: ctx.member.accountId, name: form.name, expiresAtUnixMs });
+      created = await request.billing.createApiKey({ accountId: ctx.member.accountId, name: form.name, expiresAtUnixMs });
     } catch (err) {
       const notice = fixable(err);
       if (!notice) throw err;
       return listPage(request, reply, { form, notice }, 400);
     }
+    await deps.members.recordKeyCreator(created.keyId, ctx.member.accountId, ctx.member.memberId);
     request.log.info({ member: ctx.member.memberId, key: created.keyId }, 'key created');
     // Post, redirect, get: a refresh of the page shows the list, it does not create a second key.
     // The plaintext is shown once, by the page of the redirect, from a sealed one-time flash
@@ -101,16 +112,16 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
     return reply.redirect('/keys', 303);
   });
 
-  app.get<{ Params: { id: string } }>('/keys/:id', async (request, reply) => detailPage(request, reply, noticeFrom(request.query)));
+  app.get<{ Params: { id: string } }>('/keys/:id', { config: { permission: 'keys.view' } }, async (request, reply) => detailPage(request, reply, noticeFrom(request.query)));
 
-  app.post<{ Params: { id: string } }>('/keys/:id/revoke', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/keys/:id/revoke', { config: { permission: 'keys.create' } }, async (request, reply) => {
     if (formField(request.body, 'confirm', 8) !== 'yes') {
       return detailPage(request, reply, { kind: 'error', text: 'Tick the box to confirm the revocation.' }, 400);
     }
-    return change(request, reply, 'key-revoked', (accountId) => deps.billing.revokeAccountKey({ accountId, keyId: request.params.id }));
+    return change(request, reply, 'key-revoked', (accountId) => request.billing.revokeAccountKey({ accountId, keyId: request.params.id }));
   });
 
-  app.post<{ Params: { id: string } }>('/keys/:id/limits', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/keys/:id/limits', { config: { permission: 'keys.create' } }, async (request, reply) => {
     const limitType = formField(request.body, 'limit_type', 16);
     const period = formField(request.body, 'period', 16);
     const value = formField(request.body, 'value', 16).trim();
@@ -121,19 +132,19 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
       return detailPage(request, reply, { kind: 'error', text: 'The value must be a whole number from 0 to 999,999,999,999,999.' }, 400);
     }
     return change(request, reply, 'limit-saved', (accountId) =>
-      deps.billing.setAccountKeyLimit({ accountId, keyId: request.params.id, limitType, period, value: BigInt(value) }),
+      request.billing.setAccountKeyLimit({ accountId, keyId: request.params.id, limitType, period, value: BigInt(value) }),
     );
   });
 
-  app.post<{ Params: { id: string } }>('/keys/:id/limits/clear', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/keys/:id/limits/clear', { config: { permission: 'keys.create' } }, async (request, reply) => {
     const limitType = formField(request.body, 'limit_type', 16);
     const period = formField(request.body, 'period', 16);
     return change(request, reply, 'limit-removed', (accountId) =>
-      deps.billing.clearAccountKeyLimit({ accountId, keyId: request.params.id, limitType, period }),
+      request.billing.clearAccountKeyLimit({ accountId, keyId: request.params.id, limitType, period }),
     );
   });
 
-  app.post<{ Params: { id: string } }>('/keys/:id/expiry', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/keys/:id/expiry', { config: { permission: 'keys.create' } }, async (request, reply) => {
     const raw = formField(request.body, 'expires_at', 32);
     let expiresAtUnixMs = 0n;
     if (raw !== '') {
@@ -143,7 +154,7 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
       expiresAtUnixMs = BigInt(at.getTime());
     }
     return change(request, reply, expiresAtUnixMs === 0n ? 'expiry-removed' : 'expiry-saved', (accountId) =>
-      deps.billing.setKeyExpiry({ accountId, keyId: request.params.id, expiresAtUnixMs }),
+      request.billing.setKeyExpiry({ accountId, keyId: request.params.id, expiresAtUnixMs }),
     );
   });
 }

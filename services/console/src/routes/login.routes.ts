@@ -7,6 +7,7 @@ import { deviceCookie, trustedDevice } from '../auth/device.ts';
 import { lockedMessage } from '../auth/throttle.ts';
 import { formField, queryParam } from '../http/forms.ts';
 import { EMAIL_MAX, MemberError } from '../members/members.ts';
+import { homeOf } from '../members/roles.ts';
 import { invalidLinkPage, loginPage, setPasswordPage } from '../views/auth.view.ts';
 import type { Notice } from '../views/layout.ts';
 import { safeNext } from './member-guard.ts';
@@ -52,7 +53,7 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
 
   app.get('/login', async (request, reply) => {
     const cookie = request.cookies[deps.cookies.session];
-    if (cookie && (await deps.sessions.resolve(cookie))) return reply.redirect('/keys', 303);
+    if (cookie && (await deps.sessions.resolve(cookie))) return reply.redirect('/', 303);
     return showLogin(request, reply, 200, { next: safeNext(queryParam(request.query, 'next', 300)), notice: noticeFrom(request.query) });
   });
 
@@ -90,7 +91,7 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     reply.setCookie(deps.cookies.session, cookieValue, deps.cookies.options);
     reply.clearCookie(deps.cookies.preSession, deps.cookies.options);
     request.log.info({ member: member.id }, 'signed in');
-    return reply.redirect(next || '/keys', 303);
+    return reply.redirect(next || homeOf(member.role), 303);
   });
 
   app.get('/set-password', async (request, reply) => {

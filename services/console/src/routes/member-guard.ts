@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { csrfTokenValid, sameOrigin, sessionCsrfToken } from '../auth/csrf.ts';
 import type { RouteDeps } from '../deps.ts';
-import { messagePage } from '../views/auth.view.ts';
+import { guardedBilling } from '../billing/guard.ts';
+import { can } from '../members/roles.ts';
+import { forbiddenPage, messagePage } from '../views/auth.view.ts';
 
 const READ_ONLY = new Set(['GET', 'HEAD']);
 /** Where a signed-out visitor may be sent back to after signing in: our own paths only. */
-const NEXT = /^\/(?:keys|usage|activity|balance|account)(?:[/?][A-Za-z0-9\-._~/?=&%]*)?$/;
+const NEXT = /^\/(?:keys|usage|activity|balance|account|members)(?:[/?][A-Za-z0-9\-._~/?=&%]*)?$/;
 
 export function safeNext(next: string): string {
   return next.length <= 300 && NEXT.test(next) ? next : '';
@@ -30,6 +32,14 @@ export function requireMember(app: FastifyInstance, deps: RouteDeps): void {
       return reply.code(401).type('text/html; charset=utf-8').send(messagePage('Signed out', 'Your session has ended. Sign in again.').value);
     }
     request.memberSession = session;
+    // Every page and form names what it needs (route config); one that names nothing is refused.
+    const needs = request.routeOptions.config.permission;
+    if (!needs || !can(session.member.role, needs)) {
+      request.log.warn({ member: session.member.memberId, role: session.member.role, needs }, 'refused: the role does not allow it');
+      return reply.code(403).type('text/html; charset=utf-8').send(forbiddenPage(session.member.role).value);
+    }
+    // Every billing call of this request goes through the role check too.
+    request.billing = guardedBilling(deps.billing, session.member, (keyId) => deps.members.keyCreator(keyId));
   });
 
   app.addHook('preHandler', async (request, reply) => {

@@ -69,8 +69,8 @@ export async function usageRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     const { q, notice } = parseQuery(request.query, ctx.viewer.timeZone, deps.now().getTime());
     const accountId = ctx.member.accountId;
     const [{ keys: rawKeys }, res] = await Promise.all([
-      deps.billing.listKeyDetails({ accountId }),
-      deps.billing.usageReport({
+      request.billing.listKeyDetails({ accountId }),
+      request.billing.usageReport({
         accountId,
         keyId: q.keyId,
         fromDate: q.from,
@@ -92,7 +92,7 @@ export async function usageRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     return { ctx, q, notice, keys, lines, totals: sums(res.totals), timeZone: res.timeZone };
   }
 
-  app.get('/usage', async (request, reply: FastifyReply) => {
+  app.get('/usage', { config: { permission: 'usage.view' } }, async (request, reply: FastifyReply) => {
     const r = await report(request);
     return reply
       .code(r.notice ? 400 : 200)
@@ -100,7 +100,7 @@ export async function usageRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       .send(usagePage({ viewer: r.ctx.viewer, query: r.q, keys: r.keys, lines: r.lines, totals: r.totals, notice: r.notice }).value);
   });
 
-  app.get('/usage.csv', async (request, reply) => {
+  app.get('/usage.csv', { config: { permission: 'usage.view' } }, async (request, reply) => {
     const r = await report(request);
     const scope = r.q.keyId ? `-key-${r.q.keyId.slice(0, 8)}` : '';
     return reply

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { sessionCsrfToken } from '../auth/csrf.ts';
 import type { SessionMember } from '../auth/sessions.ts';
+import { can, PERMISSIONS } from '../members/roles.ts';
 import type { Notice, Viewer } from '../views/layout.ts';
 
 export interface ViewerContext {
@@ -17,9 +18,9 @@ export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promi
   const { member } = session;
   // The balance is in every page's header; a page still shows when billing cannot tell it.
   const [account, unseenNotices, balance] = await Promise.all([
-    deps.billing.getAccount({ accountId: member.accountId }),
+    request.billing.getAccount({ accountId: member.accountId }),
     deps.members.unseenNotices(member.memberId),
-    deps.billing.getWallet({ accountId: member.accountId }).then(
+    request.billing.getWallet({ accountId: member.accountId }).then(
       (w) => w.balance,
       (err: unknown) => {
         request.log.warn({ err }, 'wallet balance unavailable for the page header');
@@ -38,6 +39,8 @@ export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promi
       csrf: sessionCsrfToken(deps.hmac, session.idHash),
       balance,
       unseenNotices,
+      role: member.role,
+      permissions: new Set(PERMISSIONS.filter((p) => can(member.role, p))),
     },
   };
 }

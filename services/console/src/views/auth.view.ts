@@ -55,3 +55,11 @@ export function invalidLinkPage(): SafeHtml {
 export function messagePage(title: string, text: string): SafeHtml {
   return publicPage({ title, body: html`<h1>${title}</h1><p>${text}</p><p><a href="/keys">Back to the console</a></p>` });
 }
+
+/** A page the member's role does not allow. */
+export function forbiddenPage(role: string): SafeHtml {
+  return publicPage({
+    title: 'Not allowed',
+    body: html`<h1>Not allowed</h1><p>Your role in this account (${role}) does not allow this. Ask an owner or admin of the account if you need it.</p><p><a href="/">Back to the console</a></p>`,
+  });
+}

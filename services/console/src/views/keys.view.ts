@@ -39,6 +39,8 @@ export interface CreateForm {
 export function keysPage(opts: {
   viewer: Viewer;
   keys: KeyView[];
+  /** The keys this member may change (every key for owners and admins, their own for developers). */
+  manageable: ReadonlySet<string>;
   created?: { name: string; apiKey: string; keyId: string } | undefined;
   form?: CreateForm | undefined;
   notice?: Notice | undefined;
@@ -63,13 +65,15 @@ ${opts.created ? createdKeyBox(opts.created) : ''}
       <td>${when(k.expiresAt, viewer, 'Never')}</td>
       <td><span class="status status-${k.status}">${STATUS_LABEL[k.status]}</span></td>
       <td>${limitsText(k)}</td>
-      <td><a href="/keys/${k.id}">Manage<span class="visually-hidden"> key ${k.name || k.display}</span></a></td>
+      <td><a href="/keys/${k.id}">${opts.manageable.has(k.id) ? 'Manage' : 'View'}<span class="visually-hidden"> key ${k.name || k.display}</span></a></td>
     </tr>`,
     )}</tbody>
   </table>`)
   }
 </section>
-<section aria-labelledby="create-heading">
+${
+  viewer.permissions.has('keys.create')
+    ? html`<section aria-labelledby="create-heading">
   <h2 id="create-heading">Create a key</h2>
   <form method="post" action="/keys" class="create-key">
     ${csrfField(viewer.csrf)}
@@ -86,16 +90,19 @@ ${opts.created ? createdKeyBox(opts.created) : ''}
     </div>
     <button type="submit">Create key</button>
   </form>
-</section>`;
+</section>`
+    : html`<p class="muted">Your role (${viewer.role}) can see the keys but not create them.</p>`
+}`;
   return page({ title: 'API keys', path: '/keys', viewer, notice: opts.notice, body });
 }
 
 const TYPE_LABEL: Record<string, string> = { spending: 'Spending (credits)', requests: 'Requests', tokens: 'Tokens' };
 const PERIOD_LABEL: Record<string, string> = { daily: 'Per day', monthly: 'Per month', lifetime: 'Lifetime' };
 
-export function keyPage(opts: { viewer: Viewer; key: KeyView; nowMs: number; notice?: Notice | undefined }): SafeHtml {
+export function keyPage(opts: { viewer: Viewer; key: KeyView; manageable: boolean; nowMs: number; notice?: Notice | undefined }): SafeHtml {
   const { viewer, key } = opts;
-  const active = key.status !== 'revoked';
+  // Forms only for a member who may change this key; others see it read-only.
+  const active = key.status !== 'revoked' && opts.manageable;
   const body = html`<p><a href="/keys">← All keys</a></p>
 <h1>Key ${key.name ? html`“${key.name}”` : html`<code>${key.display}</code>`}</h1>
 <dl class="key-facts">

@@ -1,3 +1,4 @@
+import type { Permission, Role } from '../members/roles.ts';
 import { formatInteger } from './format.ts';
 import { html, type HtmlValue, type SafeHtml } from './html.ts';
 
@@ -14,6 +15,9 @@ export interface Viewer {
   balance: bigint | undefined;
   /** Security notices about the member's sign-in not seen yet (a password changed, a link issued). */
   unseenNotices: number;
+  role: Role;
+  /** What the role allows: the pages show only what the member may do. */
+  permissions: ReadonlySet<Permission>;
 }
 
 export interface Notice {
@@ -21,12 +25,13 @@ export interface Notice {
   text: string;
 }
 
-const NAV = [
-  { href: '/keys', label: 'API keys' },
-  { href: '/usage', label: 'Usage' },
-  { href: '/activity', label: 'Activity' },
-  { href: '/balance', label: 'Balance' },
-  { href: '/account', label: 'Account' },
+const NAV: Array<{ href: string; label: string; needs: Permission }> = [
+  { href: '/keys', label: 'API keys', needs: 'keys.view' },
+  { href: '/usage', label: 'Usage', needs: 'usage.view' },
+  { href: '/activity', label: 'Activity', needs: 'usage.view' },
+  { href: '/balance', label: 'Balance', needs: 'balance.view' },
+  { href: '/members', label: 'Members', needs: 'members.manage' },
+  { href: '/account', label: 'Account', needs: 'self' },
 ];
 
 /**
@@ -80,9 +85,9 @@ export function page(opts: { title: string; path: string; viewer: Viewer; notice
   const { viewer } = opts;
   const header = html`<header class="container site-header">
   <nav aria-label="Main">
-    <ul><li><a href="/keys" class="brand"><strong>Gateway console</strong></a></li></ul>
+    <ul><li><a href="/" class="brand"><strong>Gateway console</strong></a></li></ul>
     <ul>
-      ${NAV.map(
+      ${NAV.filter((n) => viewer.permissions.has(n.needs)).map(
         (n) => html`<li><a href="${n.href}"${opts.path === n.href ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
       )}
       <li><a href="/balance" class="balance-chip" data-balance>${
@@ -98,7 +103,7 @@ export function page(opts: { title: string; path: string; viewer: Viewer; notice
   </nav>
 </header>`;
   const footer = html`<footer class="container site-footer">
-  <small>Signed in as ${viewer.email} · account ${viewer.accountName} · times in ${viewer.timeZone} · 1 credit = 1 VND</small>
+  <small>Signed in as ${viewer.email} (${viewer.role}) · account ${viewer.accountName} · times in ${viewer.timeZone} · 1 credit = 1 VND</small>
 </footer>`;
   const security =
     viewer.unseenNotices > 0 && opts.path !== '/account'

@@ -1,0 +1,51 @@
+import type { SessionMember } from '../auth/sessions.ts';
+import { can, ForbiddenError, type Permission } from '../members/roles.ts';
+import type { BillingClient } from './clients.ts';
+
+/**
+ * The billing calls a member's request may make, checked at the one place every such call goes
+ * through (not only the pages that make them): each call needs a permission of the member's
+ * role, must name the member's own account, and a change to a key needs either every key
+ * (owners, admins) or a key the member created. A method not listed here is refused.
+ */
+const READS: Record<string, Permission | 'any'> = {
+  getAccount: 'any',
+  getWallet: 'any',
+  // Key names label usage and the ledger, so whoever reads usage reads them too.
+  listKeyDetails: 'usage.view',
+  getKeyDetails: 'usage.view',
+  usageReport: 'usage.view',
+  listActivity: 'usage.view',
+  listLedger: 'balance.view',
+  createApiKey: 'keys.create',
+};
+
+const KEY_CHANGES = new Set(['revokeAccountKey', 'setAccountKeyLimit', 'clearAccountKeyLimit', 'setKeyExpiry']);
+
+/** Whether the member may change this key: every key, or one they created. */
+export function mayManageKey(member: SessionMember, creatorId: string | null | undefined): boolean {
+  return can(member.role, 'keys.manage-all') || (can(member.role, 'keys.create') && creatorId === member.memberId);
+}
+
+export function guardedBilling(billing: BillingClient, member: SessionMember, keyCreator: (keyId: string) => Promise<string | null>): BillingClient {
+  return new Proxy(billing, {
+    get(target, method) {
+      // Not a thenable, and nothing but calls: every other property reads as absent.
+      if (typeof method !== 'string' || method === 'then') return undefined;
+      const call = (target as unknown as Record<string, (req: { accountId?: string; keyId?: string }, ...rest: unknown[]) => Promise<unknown>>)[method];
+      return async (req: { accountId?: string; keyId?: string }, ...rest: unknown[]) => {
+        if (req.accountId !== member.accountId) throw new ForbiddenError(`billing ${method} for another account`);
+        const needs = READS[method];
+        if (needs !== undefined) {
+          if (needs !== 'any' && !can(member.role, needs)) throw new ForbiddenError(`billing ${method} needs ${needs}`);
+        } else if (KEY_CHANGES.has(method)) {
+          if (!mayManageKey(member, await keyCreator(req.keyId ?? ''))) throw new ForbiddenError(`billing ${method}: not the member's key`);
+        } else {
+          throw new ForbiddenError(`billing ${method} is not a console call`);
+        }
+        if (typeof call !== 'function') throw new ForbiddenError(`billing ${method} is not a console call`);
+        return call.call(target, req, ...rest);
+      };
+    },
+  });
+}
