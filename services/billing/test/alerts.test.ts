@@ -245,6 +245,20 @@ describe('alerts: low balance and monthly budget, webhooks, NATS, audit trail', 
     expect((await alerts.setAlert({ accountId, lowBalance: 1n, webhookUrl: hookUrl })).alertId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it("a call's own metadata names a dashboard member over the client's operator; switches are recorded under no account", async () => {
+    const { accountId } = await billing.createAccount({ name: 'member' });
+    await billing.topUp({ accountId, credits: 5n, reference: `m-${accountId}` }, { metadata: { 'gw-actor': 'member:9f1c', 'gw-actor-origin': '203.0.113.9' } });
+    const { events } = await alerts.listAuditEvents({ accountId });
+    expect(events.map((e) => [e.action, e.actor, e.origin])).toEqual([
+      ['billing.TopUp', 'member:9f1c', '203.0.113.9'],
+      ['billing.CreateAccount', 'operator:alert-test', 'cli@test-host'],
+    ]);
+    await billing.setSwitch({ name: 'maintenance', on: false });
+    const global = await alerts.listAuditEvents({ accountId: '' });
+    expect(global.events[0]).toMatchObject({ action: 'billing.SetSwitch', accountId: '', actor: 'operator:alert-test' });
+    expect(JSON.parse(global.events[0]!.details)).toEqual({ name: 'maintenance', on: false });
+  });
+
   it('the audit trail is append-only: updates, deletes and truncation are refused', async () => {
     const url = new URL(inject('databaseUrl'));
     url.pathname = `/${database}`;

@@ -168,6 +168,7 @@ export function createClient<S extends GenServiceMethods>(
       withRpcSpan('client', service.typeName, method.name, context.active(), (_span, ctx) =>
         new Promise((resolve, reject) => {
           const metadata = callMetadata();
+          for (const [key, value] of Object.entries(call.metadata ?? {})) metadata.set(key, value);
           injectTrace(metadata, ctx);
           const pending = channel.makeUnaryRequest(
             path,

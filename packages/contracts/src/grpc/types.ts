@@ -46,6 +46,11 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Cancels the call. */
   signal?: AbortSignal;
+  /**
+   * Metadata of this call only (unary rpcs), over the client's: e.g. `gw-actor: member:<id>` and
+   * `gw-actor-origin: <address>` for a change the audit trail records as a dashboard member's.
+   */
+  metadata?: Record<string, string>;
 }
 
 /**
