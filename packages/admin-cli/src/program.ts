@@ -4,6 +4,7 @@ import { accountCommands } from './commands/accounts.ts';
 import { alertCommands } from './commands/alerts.ts';
 import { billingOpsCommands } from './commands/billing-ops.ts';
 import { keyCommands } from './commands/keys.ts';
+import { memberCommands } from './commands/members.ts';
 import { modelCommands } from './commands/models.ts';
 import { routeCommands } from './commands/routes.ts';
 import { userCommands } from './commands/users.ts';
@@ -26,6 +27,7 @@ export function buildProgram(run: Run, json: boolean): Command {
   billingOpsCommands(program, run);
   routeCommands(program, run);
   userCommands(program, run);
+  memberCommands(program, run);
   alertCommands(program, run);
   describeAll(program);
   return program;

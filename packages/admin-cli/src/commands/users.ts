@@ -10,6 +10,7 @@ type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean)
  * these commands talk to the console's operator endpoint over HTTP with the shared
  * CONSOLE_ADMIN_TOKEN, never to its database. Address and token: CONSOLE_URL and
  * CONSOLE_ADMIN_TOKEN, else those of the running `pnpm start`, else the local default address.
+ * `member` commands (members.ts) use the same endpoint.
  */
 function consoleEndpoint(): { url: string; token: string } {
   const local = localRun() as { console?: string; consoleAdminToken?: string };
@@ -19,7 +20,7 @@ function consoleEndpoint(): { url: string; token: string } {
   return { url, token };
 }
 
-async function postConsole(path: string, body: unknown): Promise<Record<string, unknown>> {
+export async function postConsole(path: string, body: unknown): Promise<Record<string, unknown>> {
   const { url, token } = consoleEndpoint();
   const ask = (signal: AbortSignal) =>
     fetch(new URL(path, url), {

@@ -1,0 +1,69 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeBilling } from './fake-billing.ts';
+import { testApp, testOrm } from './support.ts';
+
+const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
+const CLI = join(import.meta.dirname, '../../../packages/admin-cli/src/main.ts');
+const exec = promisify(execFile);
+
+// `pnpm admin member …` as an operator runs it: the CLI process against a console listening on
+// loopback (billing faked in memory; the console and its database are real).
+describe('pnpm admin member add / list / role / remove', () => {
+  let orm: MikroORM;
+  let app: FastifyInstance;
+  let url: string;
+  const billing = new FakeBilling();
+  const account = randomUUID();
+
+  beforeAll(async () => {
+    orm = await testOrm();
+    billing.addAccount(account, 'Alpha');
+    ({ app } = await testApp(orm, billing, { adminToken: ADMIN_TOKEN }));
+    url = await app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await orm?.close();
+  });
+
+  async function admin(...args: string[]): Promise<{ code: number; out: Record<string, unknown> }> {
+    const env = { ...process.env, CONSOLE_URL: url, CONSOLE_ADMIN_TOKEN: ADMIN_TOKEN, GW_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-member-')) };
+    try {
+      const { stdout } = await exec(process.execPath, [CLI, ...args, '--json'], { env });
+      return { code: 0, out: JSON.parse(stdout) as Record<string, unknown> };
+    } catch (err) {
+      const e = err as { code: number; stderr: string };
+      return { code: e.code, out: JSON.parse(e.stderr) as Record<string, unknown> };
+    }
+  }
+
+  it('adds members with roles, lists them, changes a role, removes one; never the last owner', async () => {
+    const owner = await admin('member', 'add', '--account', account, '--email', `owner-${randomUUID()}@example.com`, '--role', 'owner');
+    expect(owner.code).toBe(0);
+    expect(Object.keys(owner.out).sort()).toEqual(['member_id', 'set_password_url']);
+    expect(owner.out.set_password_url).toMatch(/^https:\/\/console\.test\/set-password\?token=[A-Za-z0-9_-]{43}$/);
+    const dev = await admin('member', 'add', '--account', account, '--email', `dev-${randomUUID()}@example.com`, '--role', 'developer');
+    expect((await admin('member', 'add', '--account', account, '--email', 'x@example.com', '--role', 'king')).out).toEqual({
+      error: { code: 'usage', message: '--role must be one of owner, admin, developer, viewer' },
+    });
+
+    const list = await admin('member', 'list', '--account', account);
+    expect((list.out.members as Array<Record<string, unknown>>).map((m) => [m.member_id, m.role])).toEqual([
+      [owner.out.member_id, 'owner'],
+      [dev.out.member_id, 'developer'],
+    ]);
+    expect((await admin('member', 'role', '--member', String(dev.out.member_id), '--role', 'viewer')).out).toMatchObject({ member_id: dev.out.member_id, role: 'viewer' });
+    const last = await admin('member', 'remove', '--member', String(owner.out.member_id));
+    expect([last.code, last.out]).toEqual([1, { error: { code: 'invalid_request', message: 'An account always keeps one owner: make another member owner first.' } }]);
+    expect((await admin('member', 'remove', '--member', String(dev.out.member_id))).out).toMatchObject({ removed: true });
+    expect(((await admin('member', 'list', '--account', account)).out.members as unknown[]).length).toBe(1);
+  });
+});
