@@ -78,6 +78,15 @@ function portOf(address: string): string {
   return address.includes('://') ? new URL(address).port : address.slice(address.lastIndexOf(':') + 1);
 }
 
+/**
+ * How Node runs a service. Its sources come pre-stripped (scripts/ts-cache.mjs): Node's TypeScript
+ * stripper is never loaded in a service. The young generation is capped at 4 MiB per semi-space:
+ * V8 sizes it from the machine's memory (up to 64 MiB per semi-space on a 24 GiB machine) and keeps
+ * what start-up grew it to, 25-45 MiB of a service's resident memory at idle
+ * (docs/benchmarks.md, "Idle memory"). The image sets the same cap (deploy/Dockerfile).
+ */
+const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4', '--import', TS_CACHE_HOOK];
+
 /** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
 const STOP_ORDER: ServiceName[] = ['console', 'edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
 
@@ -206,8 +215,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const metricsPort = instance === name ? opts.metricsPorts?.[name] : undefined;
     const extra = { ...specs.get(name)!(), READY_FILE: readyFile, ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}), ...overrides };
     const entry = join(ROOT, 'services', name, 'src', 'main.ts');
-    // Sources come pre-stripped (scripts/ts-cache.mjs): Node's TypeScript stripper is never loaded in a service.
-    const child = spawn(process.execPath, ['--import', TS_CACHE_HOOK, entry], {
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, entry], {
       cwd: ROOT,
       env: childEnv(opts, name, extra),
       stdio: ['ignore', 'pipe', 'pipe'],
