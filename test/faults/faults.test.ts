@@ -6,7 +6,7 @@ import { startSystem, type RunningSystem, type ServiceName } from '../../scripts
 import { balanceOf, seedDemoModels, waitForListing } from '../support/clients.ts';
 import { freePort, OwnNats } from '../support/own-nats.ts';
 import { admin, fundedAccount } from '../support/system-fixture.ts';
-import { kill9, openHolds, ownPostgres, paidTraffic, query } from './support.ts';
+import { keyedImageTraffic, kill9, openHolds, ownPostgres, paidTraffic, query } from './support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -36,7 +36,11 @@ beforeAll(async () => {
     gatewayPort: 0,
     internalPorts: 'random',
     logs: mkdtempSync(join(tmpdir(), 'gw-faults-logs-')),
-    serviceEnv: { billing: { HOLD_LEASE_MS: String(HOLD_LEASE_MS), HOLD_SWEEP_INTERVAL_MS: '5000' } },
+    serviceEnv: {
+      billing: { HOLD_LEASE_MS: String(HOLD_LEASE_MS), HOLD_SWEEP_INTERVAL_MS: '5000' },
+      // An Idempotency-Key claim whose media process died is taken over after its lease.
+      media: { IMAGE_CLAIM_LEASE_MS: '20000' },
+    },
   });
   await seedDemoModels(system);
 }, 180_000);
@@ -60,9 +64,10 @@ describe('fault suite', () => {
     const funded = 100_000_000;
     const { apiKey, accountId } = await fundedAccount(system, funded);
     await admin(system, 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '100000', '--per-minute', '10000000');
-    await waitForListing(system, apiKey, ['gpt-sim-mini']);
+    await waitForListing(system, apiKey, ['gpt-sim-mini', 'gpt-sim-one-image']);
 
     const traffic = paidTraffic(() => [system.baseUrl], apiKey, 6);
+    const images = keyedImageTraffic(() => system.baseUrl, apiKey, 2);
     const faults: Fault[] = [];
     await sleep(2_000);
     for (const name of SERVICES) {
@@ -82,8 +87,15 @@ describe('fault suite', () => {
     await pg.start();
     await sleep(8_000);
     const lastFault = faults.at(-1)!.at;
-    await traffic.stop();
+    await Promise.all([traffic.stop(), images.stop()]);
     const { outcomes } = traffic;
+
+    // Images with an Idempotency-Key, retried as documented: each key answered, or its job found
+    // finished (the answer was lost), within 2 minutes; never stuck behind a dead claim.
+    const keyed = images.outcomes;
+    expect(keyed.length).toBeGreaterThan(5);
+    expect(keyed.filter((k) => k.end === 'stuck')).toEqual([]);
+    expect(Math.max(...keyed.map((k) => k.ms))).toBeLessThan(120_000);
 
     // Each fault: requests that failed while it lasted, and how soon one was answered after it.
     for (const [i, f] of faults.entries()) {
@@ -93,7 +105,7 @@ describe('fault suite', () => {
       const served = during.filter((o) => o.status === 200).map((o) => o.startedAt + o.ms - f.at);
       if (served.length > 0) f.recoveredMs = Math.min(...served);
     }
-    const answered = outcomes.filter((o) => o.status === 200);
+    const answered = [...outcomes.filter((o) => o.status === 200), ...keyed.filter((k) => k.end === 'answered')];
     const unanswered = outcomes.filter((o) => o.status === 0);
 
     // Orphans (holds of requests whose gateway or answer died) are resolved within 2 minutes.
@@ -114,7 +126,7 @@ describe('fault suite', () => {
     const orphans = lifetimes.filter((h) => !answeredIds.has(h.request_id));
     const longestOrphanMs = Math.max(0, ...orphans.map((h) => Number(h.open_ms)));
     process.stdout.write(
-      `fault suite: ${JSON.stringify({ requests: outcomes.length, answered: answered.length, unanswered: unanswered.length, orphans: orphans.length, longestOrphanMs, longestHoldMs: Math.max(...lifetimes.map((h) => Number(h.open_ms))), waitedAfterTrafficMs, faults: faults.map((f) => ({ ...f, at: undefined })) })}\n`,
+      `fault suite: ${JSON.stringify({ requests: outcomes.length, imageKeys: keyed.length, imageKeysRetried: keyed.filter((k) => k.statuses.length > 1).length, imageKeysFinishedElsewhere: keyed.filter((k) => k.end === 'finished').length, longestImageKeyMs: Math.max(...keyed.map((k) => k.ms)), answered: answered.length, unanswered: unanswered.length, orphans: orphans.length, longestOrphanMs, longestHoldMs: Math.max(...lifetimes.map((h) => Number(h.open_ms))), waitedAfterTrafficMs, faults: faults.map((f) => ({ ...f, at: undefined })) })}\n`,
     );
     expect(Math.max(...lifetimes.map((h) => Number(h.open_ms)))).toBeLessThan(120_000);
 
@@ -125,8 +137,11 @@ describe('fault suite', () => {
 
     // Every answered request: its one hold settled at exactly the charge it answered.
     const holds = new Map(
-      (await query<{ request_id: string; status: string; charged: string | null; refunded: string }>(system, `select request_id, status, charged, refunded from billing.hold`)).map((h) => [h.request_id, h]),
+      (await query<{ request_id: string; status: string; charged: string | null; refunded: string; endpoint: string }>(system, `select request_id, status, charged, refunded, endpoint from billing.hold`)).map((h) => [h.request_id, h]),
     );
+    // Each Idempotency-Key ran (and was charged) at most once, however often it was sent.
+    const imageCharges = [...holds.values()].filter((h) => h.endpoint.startsWith('images/') && h.status === 'settled' && Number(h.charged) - Number(h.refunded) > 0);
+    expect(imageCharges.length).toBeLessThanOrEqual(keyed.length);
     const mismatched = answered.filter((o) => {
       const h = holds.get(o.requestId);
       return !h || h.status !== 'settled' || Number(h.charged) !== o.charged;
@@ -134,7 +149,8 @@ describe('fault suite', () => {
     expect(mismatched).toEqual([]);
     // Charged without an answer: only requests whose answer died with the gateway.
     const chargedUnanswered = [...holds.values()].filter((h) => !answeredIds.has(h.request_id) && h.status === 'settled' && Number(h.charged) - Number(h.refunded) > 0);
-    expect(chargedUnanswered.length).toBeLessThanOrEqual(unanswered.length);
+    const imageAnswersLost = keyed.reduce((sum, k) => sum + k.statuses.filter((x) => x === 0).length, 0) + keyed.filter((k) => k.end === 'finished').length;
+    expect(chargedUnanswered.length).toBeLessThanOrEqual(unanswered.length + imageAnswersLost);
 
     // The wallet: funding less every charge, nothing held; the ledger audit is clean.
     const charges = [...holds.values()].reduce((sum, h) => sum + (h.status === 'settled' ? Number(h.charged) - Number(h.refunded) : 0), 0);

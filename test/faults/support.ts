@@ -178,3 +178,70 @@ export async function ownPostgres(port: number): Promise<{ url: string; start():
     },
   };
 }
+
+/** One Idempotency-Key's journey: its attempts' statuses and how it ended. */
+export interface KeyedOutcome {
+  key: string;
+  statuses: number[];
+  /** 'answered': a 200; 'finished': a 409 duplicate_request naming the job (it ran, its answer was lost); 'stuck': neither in time. */
+  end: 'answered' | 'finished' | 'stuck';
+  charged: number;
+  requestId: string;
+  /** From the first attempt to the end. */
+  ms: number;
+}
+
+/**
+ * Paid image requests, each with an Idempotency-Key of its own, sent again with the same key
+ * (every 250 ms, for up to `retryForMs`) until answered 200 or told the job already ran: a client
+ * that follows the documented retry. Stops taking new keys on `stop()`; a key under way finishes.
+ */
+export function keyedImageTraffic(gateway: () => string, apiKey: string, clients: number, retryForMs = 150_000): { outcomes: KeyedOutcome[]; stop(): Promise<void> } {
+  const outcomes: KeyedOutcome[] = [];
+  const state = { stop: false };
+  let n = 0;
+  const loop = async () => {
+    while (!state.stop) {
+      const key = `faults-${process.pid}-${++n}-${Date.now()}`;
+      const started = Date.now();
+      const statuses: number[] = [];
+      let end: KeyedOutcome['end'] = 'stuck';
+      let charged = 0;
+      let requestId = '';
+      while (Date.now() - started < retryForMs) {
+        try {
+          const res = await fetch(`${gateway()}/images/generations`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+            body: JSON.stringify({ model: 'gpt-sim-one-image', prompt: 'through the faults' }),
+            signal: AbortSignal.timeout(60_000),
+          });
+          statuses.push(res.status);
+          const body = (await res.json()) as { service?: { credit_charged: number }; error?: { code: string; job_id?: string } };
+          if (res.status === 200) {
+            end = 'answered';
+            charged = body.service?.credit_charged ?? 0;
+            requestId = res.headers.get('x-request-id') ?? '';
+            break;
+          }
+          if (res.status === 409 && body.error?.code === 'duplicate_request' && body.error.job_id) {
+            end = 'finished';
+            break;
+          }
+        } catch {
+          statuses.push(0);
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      outcomes.push({ key, statuses, end, charged, requestId, ms: Date.now() - started });
+    }
+  };
+  const loops = Array.from({ length: clients }, loop);
+  return {
+    outcomes,
+    async stop() {
+      state.stop = true;
+      await Promise.all(loops);
+    },
+  };
+}
