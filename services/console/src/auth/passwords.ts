@@ -1,7 +1,6 @@
+import { createRequire } from 'node:module';
 import { hash, verify, type Options } from '@node-rs/argon2';
-import { ZxcvbnFactory } from '@zxcvbn-ts/core';
-import * as zxcvbnCommon from '@zxcvbn-ts/language-common';
-import * as zxcvbnEn from '@zxcvbn-ts/language-en';
+import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
 
 /**
  * Passwords: argon2id with OWASP's recommended parameters (19 MiB, 2 passes, 1 lane), of the
@@ -32,9 +31,18 @@ const INVISIBLE = /[\p{White_Space}\p{Cc}\p{Cf}\p{Mn}\p{Me}\u115F\u1160\u2800\u3
 
 let estimator: ZxcvbnFactory | undefined;
 
-/** zxcvbn, built on first use (its dictionaries take half a second to rank). */
+const require = createRequire(import.meta.url);
+
+/**
+ * zxcvbn, loaded and built on first use (its dictionaries take half a second to rank, and
+ * several MiB of memory the console need not hold until someone chooses a password).
+ */
 function strength(): ZxcvbnFactory {
-  estimator ??= new ZxcvbnFactory({
+  if (estimator) return estimator;
+  const { ZxcvbnFactory: Factory } = require('@zxcvbn-ts/core') as typeof import('@zxcvbn-ts/core');
+  const zxcvbnCommon = require('@zxcvbn-ts/language-common') as typeof import('@zxcvbn-ts/language-common');
+  const zxcvbnEn = require('@zxcvbn-ts/language-en') as typeof import('@zxcvbn-ts/language-en');
+  estimator = new Factory({
     dictionary: { ...zxcvbnCommon.dictionary, ...zxcvbnEn.dictionary },
     graphs: zxcvbnCommon.adjacencyGraphs,
     translations: zxcvbnEn.translations,
