@@ -235,8 +235,9 @@ describe('money calls whose answers are lost', () => {
     const { calls, hold } = await holdFor({});
     let settles = 0;
     const counted: SettleCalls = { ...calls, money: { ...calls.money, settle: (req, opts) => (settles++, calls.money.settle(req, opts)) } };
-    const err = await settleHold(counted, log, { ...hold, price: hold.price + 1n }, { units: 40n }, fast).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'invalid_request' });
+    // A settle of a hold billing does not have is refused (not_found): an answer, not a lost call.
+    const err = await settleHold(counted, log, { ...hold, requestId: randomUUID() }, { units: 40n }, fast).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'not_found' });
     expect(settles).toBe(1);
   });
 });
