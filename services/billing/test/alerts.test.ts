@@ -245,6 +245,25 @@ describe('alerts: low balance and monthly budget, webhooks, NATS, audit trail', 
     expect((await alerts.setAlert({ accountId, lowBalance: 1n, webhookUrl: hookUrl })).alertId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('a test delivery reaches the endpoint signed, is logged and audited, and is not published on NATS', async () => {
+    const { accountId } = await billing.createAccount({ name: 'test-send' });
+    await billing.topUp({ accountId, credits: 100n, reference: `t-${accountId}` });
+    const { keyId } = await billing.createApiKey({ accountId, name: 'k' });
+    const { alertId, secret } = await alerts.setAlert({ accountId, lowBalance: 50n, webhookUrl: hookUrl });
+    const { deliveryId } = await alerts.testAlert({ alertId });
+    const got = await until('the test delivery', () => received.find((r) => r.id === deliveryId && r.answered === 204));
+    expect(new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).toMatchObject({ type: 'alert.test', data: { alert_id: alertId, account_id: accountId } });
+    expect((await alerts.listDeliveries({ accountId })).deliveries).toEqual([expect.objectContaining({ deliveryId, type: 'alert.test', status: 'delivered', attempts: 1 })]);
+    // A crossing after it reaches NATS; the test delivery, earlier, never does.
+    await spend(accountId, keyId, 60n);
+    await until('the crossing on NATS', () => natsEvents.find((e) => e.event.accountId === accountId));
+    expect(natsEvents.filter((e) => e.event.accountId === accountId).map((e) => e.event.kind)).toEqual(['low_balance']);
+    const [last] = (await alerts.listAuditEvents({ accountId })).events;
+    expect(last!.action).toBe('alerts.TestAlert');
+    expect(JSON.parse(last!.details)).toEqual({ alert_id: alertId, delivery_id: deliveryId });
+    await expect(alerts.testAlert({ alertId: randomUUID() })).rejects.toMatchObject({ code: 'not_found' });
+  });
+
   it("a call's own metadata names a dashboard member over the client's operator; switches are recorded under no account", async () => {
     const { accountId } = await billing.createAccount({ name: 'member' });
     await billing.topUp({ accountId, credits: 5n, reference: `m-${accountId}` }, { metadata: { 'gw-actor': 'member:9f1c', 'gw-actor-origin': '203.0.113.9' } });

@@ -81,6 +81,14 @@ export function alertCommands(program: Command, run: Run): void {
       }, !!o.json),
     );
   alert
+    .command('test')
+    .description("sends the alert's webhook a signed test delivery (alert.test); follow it with alert deliveries")
+    .requiredOption('--alert <id>', 'alert id')
+    .option('--json', 'print one JSON object')
+    .action((o: { alert: string; json?: boolean }) =>
+      run(async (c) => ({ delivery_id: (await c.alerts.testAlert({ alertId: o.alert })).deliveryId }), !!o.json),
+    );
+  alert
     .command('deliveries')
     .description("the account's webhook deliveries, newest first: status, attempts, last error")
     .requiredOption('--account <id>', 'account id')

@@ -108,6 +108,26 @@ export async function clearAlert(em: EntityManager, alertId: string, now: Date):
   });
 }
 
+/**
+ * Queues a test delivery (`alert.test`) to the alert's endpoint, sent and retried like a crossing;
+ * marked published, so it never goes to NATS. Answers its id.
+ */
+export async function testAlert(em: EntityManager, alertId: string, now: Date): Promise<string> {
+  requireUuid(alertId, 'alert');
+  const id = `alrt_${randomUUID().replaceAll('-', '')}`;
+  const rows = await em.execute<{ id: string }[]>(
+    `insert into alert_event (id, alert_id, account_id, type, payload, next_attempt_at, created_at, published)
+     select ?, a.id, a.account_id, 'alert.test',
+            jsonb_build_object('type', 'alert.test', 'timestamp', ?::timestamptz, 'data', jsonb_build_object('alert_id', a.id, 'account_id', a.account_id)),
+            ?, ?, true
+       from alert a where a.id = ? and a.cleared_at is null
+     returning id`,
+    [id, now.toISOString(), now, now, alertId],
+  );
+  if (rows.length === 0) throw new GatewayError('not_found', 'No such alert (or it was cleared).');
+  return id;
+}
+
 export interface DeliveryRow {
   id: string;
   alert_id: string;

@@ -1,6 +1,6 @@
 import { alertsV1, type MethodsOf, type ServiceImpl } from '@gw/contracts';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { clearAlert, listAlerts, listDeliveries, setAlert } from '../domain/alerts.ts';
+import { clearAlert, listAlerts, listDeliveries, setAlert, testAlert } from '../domain/alerts.ts';
 import { listAudit } from '../domain/audit-trail.ts';
 import type { EndpointPolicy } from '../domain/webhook-endpoint.ts';
 
@@ -48,6 +48,7 @@ export function alertsHandler(deps: AlertsDeps): ServiceImpl<MethodsOf<typeof al
       await clearAlert(em(), req.alertId, deps.now());
       return {};
     },
+    testAlert: async (req) => ({ deliveryId: await testAlert(em(), req.alertId, deps.now()) }),
     listDeliveries: async (req) => ({
       deliveries: (await listDeliveries(em(), req.accountId, req.limit)).map((d) => ({
         deliveryId: d.id,

@@ -28,4 +28,5 @@ export const ALERTS_AUDITED: Record<string, Describe> = {
     details: { alert_id: res.alertId, low_balance: req.lowBalance, monthly_budget: req.monthlyBudget, budget_thresholds: req.budgetThresholds, webhook_url: req.webhookUrl },
   }),
   clearAlert: (req) => ({ alertId: req.alertId, details: { alert_id: req.alertId } }),
+  testAlert: (req, res) => ({ alertId: req.alertId, details: { alert_id: req.alertId, delivery_id: res.deliveryId } }),
 };

@@ -3,6 +3,7 @@ import { Migration002Baseline } from './migration-002-baseline.ts';
 import { Migration003RequestActivity } from './migration-003-request-activity.ts';
 import { Migration004HoldLeases } from './migration-004-hold-leases.ts';
 import { Migration005AlertsAudit } from './migration-005-alerts-audit.ts';
+import { Migration006AlertTestDeliveries } from './migration-006-alert-test-deliveries.ts';
 
 /**
  * Applied in order; names are stored in the schema's migrations table. 002 is the baseline that
@@ -15,4 +16,5 @@ export const billingMigrations = [
   { name: 'Migration003RequestActivity', class: Migration003RequestActivity },
   { name: 'Migration004HoldLeases', class: Migration004HoldLeases },
   { name: 'Migration005AlertsAudit', class: Migration005AlertsAudit },
+  { name: 'Migration006AlertTestDeliveries', class: Migration006AlertTestDeliveries },
 ];

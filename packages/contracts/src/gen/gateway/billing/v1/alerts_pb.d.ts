@@ -208,6 +208,40 @@ export declare type ClearAlertResponse = Message<"gateway.billing.v1.ClearAlertR
 export declare const ClearAlertResponseSchema: GenMessage<ClearAlertResponse>;
 
 /**
+ * @generated from message gateway.billing.v1.TestAlertRequest
+ */
+export declare type TestAlertRequest = Message<"gateway.billing.v1.TestAlertRequest"> & {
+  /**
+   * @generated from field: string alert_id = 1;
+   */
+  alertId: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.TestAlertRequest.
+ * Use `create(TestAlertRequestSchema)` to create a new message.
+ */
+export declare const TestAlertRequestSchema: GenMessage<TestAlertRequest>;
+
+/**
+ * @generated from message gateway.billing.v1.TestAlertResponse
+ */
+export declare type TestAlertResponse = Message<"gateway.billing.v1.TestAlertResponse"> & {
+  /**
+   * The delivery's id (its webhook-id); follow it in ListDeliveries.
+   *
+   * @generated from field: string delivery_id = 1;
+   */
+  deliveryId: string;
+};
+
+/**
+ * Describes the message gateway.billing.v1.TestAlertResponse.
+ * Use `create(TestAlertResponseSchema)` to create a new message.
+ */
+export declare const TestAlertResponseSchema: GenMessage<TestAlertResponse>;
+
+/**
  * @generated from message gateway.billing.v1.Delivery
  */
 export declare type Delivery = Message<"gateway.billing.v1.Delivery"> & {
@@ -224,7 +258,7 @@ export declare type Delivery = Message<"gateway.billing.v1.Delivery"> & {
   alertId: string;
 
   /**
-   * `alert.low_balance` or `alert.budget_threshold`.
+   * `alert.low_balance`, `alert.budget_threshold` or `alert.test`.
    *
    * @generated from field: string type = 3;
    */
@@ -449,6 +483,17 @@ export declare const AlertsService: GenService<{
     methodKind: "unary";
     input: typeof ClearAlertRequestSchema;
     output: typeof ClearAlertResponseSchema;
+  },
+  /**
+   * Sends the alert's endpoint a test delivery (`alert.test`), signed and retried like any other;
+   * it is not published on NATS.
+   *
+   * @generated from rpc gateway.billing.v1.AlertsService.TestAlert
+   */
+  testAlert: {
+    methodKind: "unary";
+    input: typeof TestAlertRequestSchema;
+    output: typeof TestAlertResponseSchema;
   },
   /**
    * The webhook delivery log of an account, newest first.
