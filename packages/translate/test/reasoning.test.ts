@@ -196,6 +196,18 @@ describe('Claude thinking to a responses client and back', () => {
   });
 });
 
+describe('Gemini thinking to a responses client and back', () => {
+  it('the call’s thought signature travels sealed in a reasoning item and goes back on the call', () => {
+    const out = translateResponse('gemini', 'responses', UPSTREAM_RESPONSES.gemini, CTX);
+    const output = out.output as Body[];
+    expect(output.map((i) => i.type)).toEqual(['reasoning', 'message', 'reasoning', 'function_call']);
+    expect(output[2]).toEqual({ id: 'rs_gen_1_2', type: 'reasoning', summary: [], encrypted_content: GEMINI_SEALED });
+    const body = translateRequest('responses', 'gemini', responsesNextTurn(output), { upstreamModel: 'gemini-3-pro-preview', stream: false });
+    const model = (body.contents as Array<{ role: string; parts: Body[] }>).find((c) => c.role === 'model')!;
+    expect(model.parts).toEqual([{ text: 'Let me check.' }, { functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: 'CiQB0e2Kb' }]);
+  });
+});
+
 describe('a reasoning proof goes back only to the provider that made it', () => {
   it('OpenAI’s own encrypted reasoning is not sent to Claude', () => {
     const body = responsesNextTurn([
