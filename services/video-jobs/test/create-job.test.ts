@@ -54,6 +54,14 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
     ]);
   });
 
+  it('leases its holds to this process and renews that lease, so billing releases them within minutes should it die', async () => {
+    await creator().create(createRequest(account()));
+    const owner = billing.owners.at(-1);
+    expect(owner).toMatch(/.+\/\d+\/[0-9a-f-]{36}$/); // host/pid/uuid
+    expect(billing.renewals).toContain(owner);
+    expect(new Set(billing.owners)).toEqual(new Set([owner])); // one lease for every hold of the process
+  });
+
   it('refuses while every route of the model cools down: nothing stored, held or charged (spec 7.5)', async () => {
     const acct = account();
     const req = createRequest(acct);

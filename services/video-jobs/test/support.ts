@@ -68,8 +68,12 @@ export class FakeBilling implements BillingPort {
     throw new RpcError(14, `billing unavailable (${op} ${when})`);
   }
 
+  /** The lease owner each authorize named, in order. */
+  readonly owners: string[] = [];
+
   async authorize(req: MessageInitShape<typeof billingV1.AuthorizeRequestSchema>): Promise<billingV1.AuthorizeResponse> {
     this.calls.push('authorize');
+    this.owners.push(req.leaseOwner ?? '');
     this.#fault('authorize', 'before');
     const id = req.requestId!;
     const existing = this.holds.get(id);
