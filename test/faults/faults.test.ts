@@ -54,6 +54,8 @@ afterAll(async () => {
 interface Fault {
   name: string;
   at: number;
+  /** `status code` of each failure, counted. */
+  failures?: Record<string, number>;
   /** The first answered (200) request sent after the fault. */
   recoveredMs?: number;
   failed?: number;
@@ -102,6 +104,8 @@ describe('fault suite', () => {
       const until = faults[i + 1]?.at ?? Infinity;
       const during = outcomes.filter((o) => o.startedAt >= f.at && o.startedAt < until);
       f.failed = during.filter((o) => o.status !== 200).length;
+      f.failures = {};
+      for (const o of during.filter((x) => x.status !== 200)) f.failures[`${o.status} ${o.code ?? ''}`.trim()] = (f.failures[`${o.status} ${o.code ?? ''}`.trim()] ?? 0) + 1;
       const served = during.filter((o) => o.status === 200).map((o) => o.startedAt + o.ms - f.at);
       if (served.length > 0) f.recoveredMs = Math.min(...served);
     }
