@@ -10,7 +10,8 @@ import type { ConsoleDeps, RouteDeps } from './deps.ts';
 import { registerAssets } from './http/assets.ts';
 import { cookieSettings } from './http/cookies.ts';
 import { registerErrorPages } from './http/error-pages.ts';
-import { registerSecurityHeaders } from './http/security-headers.ts';
+import { applySecurityHeaders, registerSecurityHeaders } from './http/security-headers.ts';
+import { messagePage } from './views/auth.view.ts';
 import { accountRoutes } from './routes/account.routes.ts';
 import { activityRoutes } from './routes/activity.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
@@ -50,6 +51,13 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     trustProxy: deps.trustProxy,
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    // A malformed URL (`/%ff`) or an over-long id is refused before routing and hooks: answered
+    // here as a page with every security header, never the framework's raw JSON.
+    frameworkErrors: (err, request, reply: FastifyReply) => {
+      applySecurityHeaders(request, reply, deps.publicOrigin);
+      const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+      void reply.code(status).type('text/html; charset=utf-8').send(messagePage('Not accepted', 'The address was not understood. Check the link, or go back to the console.').value);
+    },
   });
   const routeDeps: RouteDeps = {
     ...deps,
@@ -61,7 +69,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   app.decorateRequest('billing', null as unknown as BillingClient);
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody, { bodyLimit: BODY_LIMIT });
-  registerSecurityHeaders(app);
+  registerSecurityHeaders(app, deps.publicOrigin);
   registerErrorPages(app);
 
   // Access log: route pattern only, never the URL (set-password tokens travel in the query).

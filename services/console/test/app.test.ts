@@ -168,6 +168,46 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect((await browser.get('/keys')).body).not.toContain('new security notice');
   });
 
+  it('framework errors (a malformed URL, an over-long id) answer a page with every security header; HSTS and Permissions-Policy everywhere', async () => {
+    for (const url of ['/%ff', '/keys/%ff', `/keys/${'a'.repeat(5000)}`, '/login']) {
+      const res = await app.inject(url);
+      expect([url.slice(0, 12), res.statusCode < 500, res.headers['content-type']]).toEqual([url.slice(0, 12), true, 'text/html; charset=utf-8']);
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['strict-transport-security']).toBe('max-age=31536000'); // the public URL is https
+      expect(res.headers['permissions-policy']).toContain('camera=()');
+      expect(res.body).not.toContain('FST_ERR');
+    }
+    expect((await app.inject('/%ff')).statusCode).toBe(400);
+    expect((await app.inject(`/keys/${'a'.repeat(5000)}`)).statusCode).toBe(414);
+  });
+
+  it('a member sees their active sessions and ends one; never another member\'s', async () => {
+    const { browser, email } = await signedIn(accountA);
+    const laptop = new InjectBrowser(app, ORIGIN);
+    await laptop.get('/login');
+    await laptop.post('/login', { csrf_token: laptop.csrf(), email, password: PASSWORD });
+    expect((await laptop.get('/keys')).statusCode).toBe(200);
+    const page = await browser.get('/account');
+    const handles = [...page.body.matchAll(/data-session="([^"]+)"/g)].map((m) => m[1]!);
+    expect(handles).toHaveLength(2);
+    expect(page.body).toContain('(this session)');
+    const own = /<tr data-session="([^"]+)">\s*<td>[^<]*<strong>\(this session\)/.exec(page.body)?.[1];
+    const otherHandle = handles.find((h) => h !== own)!;
+    // Another member cannot end it (their list has no such session).
+    const stranger = (await signedIn(accountA)).browser;
+    await stranger.get('/account');
+    expect((await stranger.post('/account/sessions/end', { csrf_token: stranger.csrf(), session: otherHandle })).statusCode).toBe(400);
+    expect((await laptop.get('/keys')).statusCode).toBe(200);
+    expect((await browser.post('/account/sessions/end', { csrf_token: browser.csrf(), session: own! })).statusCode).toBe(400);
+    const ended = await browser.post('/account/sessions/end', { csrf_token: browser.csrf(), session: otherHandle });
+    expect(ended.headers.location).toBe('/account?done=session-ended');
+    expect((await laptop.get('/keys')).statusCode).toBe(303);
+    expect((await browser.get('/keys')).statusCode).toBe(200);
+  });
+
   it('refuses state-changing requests without the session CSRF token or from another origin', async () => {
     const { browser } = await signedIn(accountA);
     await browser.get(`/keys/${keyA.id}`);

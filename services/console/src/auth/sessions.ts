@@ -1,6 +1,7 @@
 import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
 import type { Role } from '../members/roles.ts';
 import { randomToken, type Hmac } from './secrets.ts';
+import { clientNetwork } from './throttle.ts';
 
 /**
  * Server-side sessions. The browser holds a random id; the table keeps its HMAC, so a copy of the
@@ -27,6 +28,15 @@ export interface ResolvedSession {
   /** HMAC of the cookie value: the session's key, and what its CSRF token is derived from. */
   idHash: Buffer;
   member: SessionMember;
+}
+
+export interface SessionListing {
+  handle: string;
+  idHash: Buffer;
+  createdAt: Date;
+  lastSeenAt: Date;
+  userAgent: string;
+  network: string;
 }
 
 /** Activity is written at most this often, so browsing does not write on every request. */
@@ -59,16 +69,50 @@ export class Sessions {
     return this.#hmac.digest('session', cookieValue);
   }
 
-  /** Starts a session; returns the value for the cookie (never stored). */
-  async create(memberId: string): Promise<{ cookieValue: string; idHash: Buffer }> {
+  /**
+   * Starts a session; returns the value for the cookie (never stored). The browser's name and the
+   * client network are kept to show the member their sessions.
+   */
+  async create(memberId: string, device: { userAgent?: string | undefined; ip?: string | undefined } = {}): Promise<{ cookieValue: string; idHash: Buffer }> {
     const cookieValue = randomToken();
     const idHash = this.idHash(cookieValue);
     const now = this.#now();
     await this.#orm.em.fork().execute(
-      'insert into session (id_hash, member_id, created_at, last_seen_at, expires_at) values (?, ?, ?, ?, ?)',
-      [idHash, memberId, now, now, new Date(now.getTime() + this.#policy.maxMs)],
+      'insert into session (id_hash, member_id, created_at, last_seen_at, expires_at, user_agent, network) values (?, ?, ?, ?, ?, ?, ?)',
+      [idHash, memberId, now, now, new Date(now.getTime() + this.#policy.maxMs), device.userAgent?.replace(/\p{C}/gu, '').slice(0, 200) ?? null, device.ip ? clientNetwork(device.ip).slice(0, 64) : null],
     );
     return { cookieValue, idHash };
+  }
+
+  /** A name for a session in pages and forms: derived from its id hash, useless as a cookie. */
+  handle(idHash: Buffer): string {
+    return this.#hmac.digest('session-handle', idHash).toString('base64url').slice(0, 22);
+  }
+
+  /** The member's sessions still in use, newest activity first. */
+  async list(memberId: string): Promise<SessionListing[]> {
+    const now = this.#now();
+    const rows = await this.#orm.em.fork().execute<{ id_hash: Buffer; created_at: Date; last_seen_at: Date; user_agent: string | null; network: string | null }[]>(
+      `select id_hash, created_at, last_seen_at, user_agent, network from session
+        where member_id = ? and expires_at > ? and last_seen_at > ? order by last_seen_at desc, created_at desc`,
+      [memberId, now, new Date(now.getTime() - this.#policy.idleMs)],
+    );
+    return rows.map((r) => ({
+      handle: this.handle(r.id_hash),
+      idHash: r.id_hash,
+      createdAt: new Date(r.created_at),
+      lastSeenAt: new Date(r.last_seen_at),
+      userAgent: r.user_agent ?? '',
+      network: r.network ?? '',
+    }));
+  }
+
+  /** Ends one of the member's sessions by its handle; false when they have none by that name. */
+  async revokeByHandle(memberId: string, handle: string): Promise<boolean> {
+    const found = (await this.list(memberId)).find((s) => s.handle === handle);
+    if (!found) return false;
+    await this.revoke(found.idHash);
+    return true;
   }
 
   /** The session of a cookie value, or null when unknown, idle too long or past its end. */

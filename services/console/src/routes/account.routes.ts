@@ -13,7 +13,8 @@ import { noticeFrom, viewerFor } from './viewer.ts';
 export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   const show = async (request: FastifyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200) => {
     const ctx = await viewerFor(request, deps);
-    const notices = await deps.members.readNotices(ctx.member.memberId);
+    const [notices, sessions] = await Promise.all([deps.members.readNotices(ctx.member.memberId), deps.sessions.list(ctx.member.memberId)]);
+    const current = deps.sessions.handle(request.memberSession!.idHash);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -24,6 +25,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
           memberTimeZone: ctx.member.timeZone,
           zones: timeZoneChoices(ctx.accountTimeZone),
           notices,
+          sessions: sessions.map((x) => ({ handle: x.handle, createdAt: x.createdAt, lastSeenAt: x.lastSeenAt, userAgent: x.userAgent, network: x.network, current: x.handle === current })),
           notice,
         }).value,
       );
@@ -72,6 +74,17 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     await deps.sessions.revoke(request.memberSession!.idHash);
     reply.clearCookie(deps.cookies.session, deps.cookies.options);
     return reply.redirect('/login?done=logged-out', 303);
+  });
+
+  app.post('/account/sessions/end', { config: { permission: 'self' } }, async (request, reply) => {
+    const session = request.memberSession!;
+    const handle = formField(request.body, 'session', 32);
+    if (handle === deps.sessions.handle(session.idHash)) return show(request, reply, { kind: 'error', text: 'That is this session: use Log out.' }, 400);
+    if (!(await deps.sessions.revokeByHandle(session.member.memberId, handle))) {
+      return show(request, reply, { kind: 'error', text: 'That session has already ended.' }, 400);
+    }
+    request.log.info({ member: session.member.memberId }, 'session ended by its member');
+    return reply.redirect('/account?done=session-ended', 303);
   });
 
   app.post('/account/logout-all', { config: { permission: 'self' } }, async (request, reply) => {

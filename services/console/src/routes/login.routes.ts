@@ -87,7 +87,7 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       maxAge: DEVICE_COOKIE_DAYS * 86_400,
     });
     // Always a new session id at sign-in: a planted cookie never becomes a signed-in session.
-    const { cookieValue } = await deps.sessions.create(member.id);
+    const { cookieValue } = await deps.sessions.create(member.id, { userAgent: request.headers['user-agent'], ip: request.ip });
     reply.setCookie(deps.cookies.session, cookieValue, deps.cookies.options);
     reply.clearCookie(deps.cookies.preSession, deps.cookies.options);
     request.log.info({ member: member.id }, 'signed in');

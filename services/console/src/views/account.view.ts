@@ -2,7 +2,7 @@ import { PASSWORD_MAX, PASSWORD_MIN } from '../auth/passwords.ts';
 import type { MemberNotice } from '../members/members.ts';
 import { formatTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, page, type Notice, type Viewer } from './layout.ts';
+import { csrfField, page, tableScroll, type Notice, type Viewer } from './layout.ts';
 
 export function accountPage(opts: {
   viewer: Viewer;
@@ -10,6 +10,7 @@ export function accountPage(opts: {
   memberTimeZone: string | null;
   zones: string[];
   notices: MemberNotice[];
+  sessions: Array<{ handle: string; createdAt: Date; lastSeenAt: Date; userAgent: string; network: string; current: boolean }>;
   notice?: Notice | undefined;
 }): SafeHtml {
   const { viewer } = opts;
@@ -62,7 +63,25 @@ export function accountPage(opts: {
 
 <section aria-labelledby="sessions-heading">
   <h2 id="sessions-heading">Sessions</h2>
-  <p>Signs you out on every device and browser, this one included.</p>
+  <p>Where you are signed in. End any session you do not recognise, then change your password.</p>
+  ${tableScroll('Your sessions', html`<table class="striped sessions-table">
+    <caption class="visually-hidden">Your active sessions, most recently used first</caption>
+    <thead><tr><th scope="col">Browser</th><th scope="col">Network</th><th scope="col">Signed in</th><th scope="col">Last active</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <tbody>${opts.sessions.map(
+      (x) => html`<tr data-session="${x.handle}">
+      <td>${x.userAgent || html`<span class="muted">unknown</span>`}${x.current ? html` <strong>(this session)</strong>` : ''}</td>
+      <td>${x.network}</td>
+      <td><time datetime="${x.createdAt.toISOString()}">${formatTime(BigInt(x.createdAt.getTime()), viewer.timeZone)}</time></td>
+      <td><time datetime="${x.lastSeenAt.toISOString()}">${formatTime(BigInt(x.lastSeenAt.getTime()), viewer.timeZone)}</time></td>
+      <td>${
+        x.current
+          ? ''
+          : html`<form method="post" action="/account/sessions/end" class="inline-form">${csrfField(viewer.csrf)}<input type="hidden" name="session" value="${x.handle}">
+        <button type="submit" class="secondary outline small">End<span class="visually-hidden"> this session</span></button></form>`
+      }</td>
+    </tr>`,
+    )}</tbody></table>`)}
+  <p>"Log out everywhere" signs you out on every device and browser, this one included.</p>
   <form method="post" action="/account/logout-all">
     ${csrfField(viewer.csrf)}
     <button type="submit" class="secondary">Log out everywhere</button>

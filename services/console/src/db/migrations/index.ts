@@ -2,6 +2,7 @@ import { Migration001Initial } from './migration-001-initial.ts';
 import { Migration002LoginAttempts } from './migration-002-login-attempts.ts';
 import { Migration003LinkPurposesNotices } from './migration-003-link-purposes-notices.ts';
 import { Migration004Roles } from './migration-004-roles.ts';
+import { Migration005SessionDevices } from './migration-005-session-devices.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const consoleMigrations = [
@@ -9,4 +10,5 @@ export const consoleMigrations = [
   { name: 'Migration002LoginAttempts', class: Migration002LoginAttempts },
   { name: 'Migration003LinkPurposesNotices', class: Migration003LinkPurposesNotices },
   { name: 'Migration004Roles', class: Migration004Roles },
+  { name: 'Migration005SessionDevices', class: Migration005SessionDevices },
 ];
