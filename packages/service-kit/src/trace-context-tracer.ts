@@ -9,7 +9,20 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import { RandomIdGenerator } from '@opentelemetry/sdk-trace-node';
+
+/**
+ * Random ids as the SDK's RandomIdGenerator makes them (Math.random, never all zeros), without
+ * loading the trace SDK into a service that exports no spans.
+ */
+const ID_BUFFER = Buffer.allocUnsafe(16);
+function randomId(bytes: 8 | 16): string {
+  for (let i = 0; i < bytes / 4; i++) ID_BUFFER.writeUInt32BE((Math.random() * 2 ** 32) >>> 0, i * 4);
+  for (let i = 0; i < bytes; i++) {
+    if (ID_BUFFER[i]! > 0) break;
+    if (i === bytes - 1) ID_BUFFER[bytes - 1] = 1;
+  }
+  return ID_BUFFER.toString('hex', 0, bytes);
+}
 
 /**
  * The tracer of a service that exports no spans. Its spans record nothing, as the SDK's with an
@@ -19,14 +32,12 @@ import { RandomIdGenerator } from '@opentelemetry/sdk-trace-node';
  * header and into log lines.
  */
 class TraceContextTracer implements Tracer {
-  readonly #ids = new RandomIdGenerator();
-
   startSpan(_name: string, options: SpanOptions = {}, ctx: Context = context.active()): Span {
     const parent = options.root ? undefined : trace.getSpanContext(ctx);
     const child = parent !== undefined && isSpanContextValid(parent);
     return trace.wrapSpanContext({
-      traceId: child ? parent.traceId : this.#ids.generateTraceId(),
-      spanId: this.#ids.generateSpanId(),
+      traceId: child ? parent.traceId : randomId(16),
+      spanId: randomId(8),
       traceFlags: TraceFlags.NONE,
       ...(child && parent.traceState ? { traceState: parent.traceState } : {}),
     });

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 
 // A process without a database (the edge gateway, the text service) imports the kit but never
 // loads the ORM, its SQL builder or the Postgres driver: they cost every such process memory for
-// nothing. createOrm loads them when a service declares its database.
+// nothing. createOrm loads them when a service declares its database. Nor does a service without
+// a trace collector load the trace SDK or the OTLP exporter.
 const LIST_LOADED = `
 import { registerHooks } from 'node:module';
 const loaded = [];
@@ -23,5 +24,15 @@ describe('what importing the service kit loads', () => {
     const loaded = JSON.parse(out) as string[];
     expect(loaded.some((url) => url.includes('/service-kit/src/runner.ts'))).toBe(true);
     expect(loaded.filter((url) => /\/node_modules\/(@mikro-orm|kysely|pg|pg-pool)\//.test(url))).toEqual([]);
+  });
+
+  it('loads no trace SDK or OTLP exporter until a collector is configured', () => {
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `${LIST_LOADED.replace('console.log', 'kit.startTelemetry({ serviceName: "footprint" }); console.log')}`], {
+      cwd: join(import.meta.dirname, '..'),
+      encoding: 'utf8',
+    });
+    const loaded = JSON.parse(out) as string[];
+    expect(loaded.some((url) => url.includes('/@opentelemetry/sdk-metrics/'))).toBe(true);
+    expect(loaded.filter((url) => /\/node_modules\/@opentelemetry\/(sdk-trace|exporter-trace-otlp-http|otlp-)/.test(url))).toEqual([]);
   });
 });
