@@ -227,13 +227,14 @@ export async function deliverWebhooks(orm: MikroORM, opts: SenderOptions, now: (
         { policy: opts.policy, timeoutMs: opts.timeoutMs, maxResponseBytes: opts.maxResponseBytes },
       );
       if ('status' in outcome && outcome.status >= 200 && outcome.status < 300) {
-        await em.execute(`update alert_event set status = 'delivered', delivered_at = ? where id = ?`, [now(), d.id]);
+        // Only while still pending: an alert cleared meanwhile keeps its delivery `failed`.
+        await em.execute(`update alert_event set status = 'delivered', delivered_at = ? where id = ? and status = 'pending'`, [now(), d.id]);
         return;
       }
       const error = 'status' in outcome ? `HTTP ${outcome.status}${outcome.body.trim() === '' ? '' : `: ${outcome.body.trim().slice(0, 200)}`}` : outcome.error;
       const delay = opts.retryDelaysMs[d.attempts - 1];
       await em.execute(
-        `update alert_event set last_error = ?, status = ?, next_attempt_at = ?::timestamptz + make_interval(secs => ?) where id = ?`,
+        `update alert_event set last_error = ?, status = ?, next_attempt_at = ?::timestamptz + make_interval(secs => ?) where id = ? and status = 'pending'`,
         [error.slice(0, 500), delay === undefined ? 'failed' : 'pending', now().toISOString(), (delay ?? 0) / 1000, d.id],
       );
     }),
