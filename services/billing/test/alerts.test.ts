@@ -68,8 +68,8 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      const fail = failNextLow > 0 && body.includes('"alert.low_balance"');
-      if (fail) failNextLow--;
+      const fail = req.url === '/always-down' || (failNextLow > 0 && body.includes('"alert.low_balance"'));
+      if (fail && req.url !== '/always-down') failNextLow--;
       const status = fail ? 500 : 204;
       received.push({ id: String(req.headers['webhook-id']), headers: req.headers, body, answered: status });
       res.writeHead(status).end(status === 500 ? 'receiver down' : undefined);
@@ -262,6 +262,21 @@ describe('alerts: low balance and monthly budget, webhooks, NATS, audit trail', 
     expect(last!.action).toBe('alerts.TestAlert');
     expect(JSON.parse(last!.details)).toEqual({ alert_id: alertId, delivery_id: deliveryId });
     await expect(alerts.testAlert({ alertId: randomUUID() })).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('a receiver that keeps failing: the last of its attempts (1 + the retry delays) marks the delivery failed', async () => {
+    const { accountId } = await billing.createAccount({ name: 'down' });
+    await billing.topUp({ accountId, credits: 100n, reference: `d-${accountId}` });
+    const { keyId } = await billing.createApiKey({ accountId, name: 'k' });
+    await alerts.setAlert({ accountId, lowBalance: 50n, webhookUrl: hookUrl.replace('/hooks/alerts', '/always-down') });
+    await spend(accountId, keyId, 60n);
+    const [failed] = await until('the delivery to fail', async () => {
+      const d = await deliveriesOf(accountId, 'alert.low_balance');
+      return d[0]?.status === 'failed' ? d : undefined;
+    });
+    // ALERT_WEBHOOK_RETRY_DELAYS_MS=300,300: three attempts.
+    expect(failed).toMatchObject({ attempts: 3, lastError: 'HTTP 500: receiver down', nextAttemptAtUnixMs: 0n });
+    expect(received.filter((r) => r.id === failed!.deliveryId).map((r) => r.answered)).toEqual([500, 500, 500]);
   });
 
   it("a call's own metadata names a dashboard member over the client's operator; switches are recorded under no account", async () => {
