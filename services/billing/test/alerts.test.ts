@@ -279,6 +279,20 @@ describe('alerts: low balance and monthly budget, webhooks, NATS, audit trail', 
     expect(received.filter((r) => r.id === failed!.deliveryId).map((r) => r.answered)).toEqual([500, 500, 500]);
   });
 
+  it('concurrent requests crossing at once: one low-balance crossing, each budget percentage once', async () => {
+    const { accountId } = await billing.createAccount({ name: 'concurrent' });
+    await billing.topUp({ accountId, credits: 10_000n, reference: `c-${accountId}` });
+    const { keyId } = await billing.createApiKey({ accountId, name: 'k' });
+    await alerts.setAlert({ accountId, lowBalance: 5_000n, monthlyBudget: 4_000n, budgetThresholds: [25, 50, 75, 100], webhookUrl: hookUrl });
+    // 40 requests of 200 credits at once: 8,000 spent, the balance 2,000.
+    await Promise.all(Array.from({ length: 40 }, () => spend(accountId, keyId, 200n)));
+    expect((await billing.getWallet({ accountId })).balance).toBe(2_000n);
+    const all = (await alerts.listDeliveries({ accountId })).deliveries;
+    expect(all.filter((d) => d.type === 'alert.low_balance')).toHaveLength(1);
+    expect(all.filter((d) => d.type === 'alert.budget_threshold').map((d) => (JSON.parse(d.payload) as { data: { percent: number } }).data.percent).sort((a, b) => a - b)).toEqual([25, 50, 75, 100]);
+    expect((await alerts.listAlerts({ accountId })).alerts[0]).toMatchObject({ budgetSpent: 8_000n, lowBalanceArmed: false });
+  });
+
   it("a call's own metadata names a dashboard member over the client's operator; switches are recorded under no account", async () => {
     const { accountId } = await billing.createAccount({ name: 'member' });
     await billing.topUp({ accountId, credits: 5n, reference: `m-${accountId}` }, { metadata: { 'gw-actor': 'member:9f1c', 'gw-actor-origin': '203.0.113.9' } });
