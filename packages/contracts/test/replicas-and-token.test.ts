@@ -35,8 +35,8 @@ afterEach(async () => {
 
 /** A billing server answering CreateAccount with its own name, and Authorize (on the exchange) with its number. */
 const byHeld = (held: bigint) => (held === 1n ? 'a' : 'b');
-async function replica(name: string, token?: string): Promise<{ server: grpc.Server; port: number }> {
-  const server = new grpc.Server();
+async function replica(name: string, token?: string, options: grpc.ServerOptions = {}): Promise<{ server: grpc.Server; port: number }> {
+  const server = new grpc.Server(options);
   const impl: Billing = {
     ...unimplemented<Billing>(billingV1.BillingService),
     createAccount: async () => ({ accountId: name }),
@@ -63,10 +63,12 @@ async function replica(name: string, token?: string): Promise<{ server: grpc.Ser
  * accepts new connections without answering them, as the kernel does for a stopped (SIGSTOP)
  * process. The connections stay open: only keepalive can tell.
  */
-async function freezable(port: number): Promise<{ port: number; freeze(): void }> {
+async function freezable(port: number): Promise<{ port: number; freeze(): void; connections(): number }> {
   let frozen = false;
+  let accepted = 0;
   const sockets = new Set<Socket>();
   const relay: NetServer = createServer((client) => {
+    accepted++;
     sockets.add(client);
     client.on('error', () => {});
     if (frozen) return client.pause();
@@ -91,6 +93,7 @@ async function freezable(port: number): Promise<{ port: number; freeze(): void }
       frozen = true;
       for (const s of sockets) s.pause();
     },
+    connections: () => accepted,
   };
 }
 
@@ -179,6 +182,28 @@ describe('replicas behind one address', () => {
       await sleep(120);
     }
     expect(seen).toEqual(new Set(['a', 'b']));
+  });
+});
+
+describe('connections asked to close by age (GRPC_MAX_CONNECTION_AGE_MS, the chart sets 5 min)', () => {
+  it('unary calls and the money exchange go on across many closings, none failing', async () => {
+    // As the service runner sets it, with an age of 200 ms instead of minutes.
+    const { port } = await replica('a', undefined, { 'grpc.max_connection_age_ms': 200, 'grpc.max_connection_age_grace_ms': 15 * 60_000 });
+    const relay = await freezable(port); // counts the connections made
+    const client = createClient(billingV1.BillingService, `127.0.0.1:${relay.port}`);
+    const money = createMoneyExchange(`127.0.0.1:${relay.port}`, { leaseRenewMs: 60_000 });
+    cleanup.push(() => (client.close(), money.close()));
+    const until = Date.now() + 2_000;
+    let calls = 0;
+    while (Date.now() < until) {
+      const [account, hold] = await Promise.all([client.createAccount({ name: 'x' }), money.authorize({ accountId: 'acct' })]);
+      expect([account.accountId, hold.held]).toEqual(['a', 1n]);
+      calls++;
+      await sleep(20);
+    }
+    expect(calls).toBeGreaterThan(20);
+    // The connections were closed and made again, many times.
+    expect(relay.connections()).toBeGreaterThan(5);
   });
 });
 
