@@ -26,13 +26,20 @@ describe('what importing the service kit loads', () => {
     expect(loaded.filter((url) => /\/node_modules\/(@mikro-orm|kysely|pg|pg-pool)\//.test(url))).toEqual([]);
   });
 
-  it('loads no trace SDK or OTLP exporter until a collector is configured', () => {
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `${LIST_LOADED.replace('console.log', 'kit.startTelemetry({ serviceName: "footprint" }); console.log')}`], {
+  it('loads no trace SDK or OTLP exporter until a collector is configured, and one copy of each OpenTelemetry package', () => {
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `${LIST_LOADED.replace('console.log', 'kit.startTelemetry({ serviceName: "footprint", metricsPort: 0 }).shutdown(); console.log')}`], {
       cwd: join(import.meta.dirname, '..'),
       encoding: 'utf8',
     });
     const loaded = JSON.parse(out) as string[];
     expect(loaded.some((url) => url.includes('/@opentelemetry/sdk-metrics/'))).toBe(true);
     expect(loaded.filter((url) => /\/node_modules\/@opentelemetry\/(sdk-trace|exporter-trace-otlp-http|otlp-)/.test(url))).toEqual([]);
+    // One copy of each OpenTelemetry package: the kit's versions are those its exporter depends on.
+    const versions = new Map<string, Set<string>>();
+    for (const url of loaded) {
+      const m = /\.pnpm\/(@opentelemetry\+[a-z-]+)@([^_/]+)/.exec(url);
+      if (m) versions.set(m[1]!, (versions.get(m[1]!) ?? new Set()).add(m[2]!));
+    }
+    expect([...versions].filter(([, v]) => v.size > 1).map(([name, v]) => `${name}: ${[...v].join(', ')}`)).toEqual([]);
   });
 });
