@@ -99,14 +99,16 @@ describe('fault suite', () => {
     expect(keyed.filter((k) => k.end === 'stuck')).toEqual([]);
     expect(Math.max(...keyed.map((k) => k.ms))).toBeLessThan(120_000);
 
-    // Each fault: requests that failed while it lasted, and how soon one was answered after it.
+    // Each fault: requests that failed while it lasted (by when their answer came: a request in
+    // flight at the fault fails then), and how soon one was answered after it.
     for (const [i, f] of faults.entries()) {
       const until = faults[i + 1]?.at ?? Infinity;
-      const during = outcomes.filter((o) => o.startedAt >= f.at && o.startedAt < until);
-      f.failed = during.filter((o) => o.status !== 200).length;
+      const endedDuring = outcomes.filter((o) => o.startedAt + o.ms >= f.at && o.startedAt + o.ms < until);
+      const failures = endedDuring.filter((o) => o.status !== 200);
+      f.failed = failures.length;
       f.failures = {};
-      for (const o of during.filter((x) => x.status !== 200)) f.failures[`${o.status} ${o.code ?? ''}`.trim()] = (f.failures[`${o.status} ${o.code ?? ''}`.trim()] ?? 0) + 1;
-      const served = during.filter((o) => o.status === 200).map((o) => o.startedAt + o.ms - f.at);
+      for (const o of failures) f.failures[`${o.status} ${o.code ?? ''}`.trim()] = (f.failures[`${o.status} ${o.code ?? ''}`.trim()] ?? 0) + 1;
+      const served = outcomes.filter((o) => o.status === 200 && o.startedAt >= f.at && o.startedAt < until).map((o) => o.startedAt + o.ms - f.at);
       if (served.length > 0) f.recoveredMs = Math.min(...served);
     }
     const answered = [...outcomes.filter((o) => o.status === 200), ...keyed.filter((k) => k.end === 'answered')];
