@@ -11,8 +11,9 @@ import { percentile, scratchDatabase } from './support.ts';
  * `pnpm bench:memory`: each service's resident memory at idle, as `pnpm start` runs it. Starts
  * the system (`node scripts/start.ts`, in a scratch database, on free ports, with a data folder
  * of its own), waits until it has printed that it is ready and for MEMORY_SETTLE_SECONDS more,
- * reads the resident set (VmRSS) of every process it started, and stops it; MEMORY_ROUNDS times
- * (3 by default). Prints each round's figures and each service's median. Linux only (/proc).
+ * reads the resident set (VmRSS) of every process it started and their proportional sets (PSS),
+ * and stops it; MEMORY_ROUNDS times (3 by default). Prints each round's figures, each service's
+ * median RSS and the median of the PSS added up (the simulator's too). Linux only (/proc).
  */
 const ROUNDS = Number(process.env.MEMORY_ROUNDS ?? 3);
 const SETTLE_MS = Number(process.env.MEMORY_SETTLE_SECONDS ?? 10) * 1000;
@@ -21,6 +22,16 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 /** Resident set of a process in MiB, from /proc. */
 function rssMiB(pid: number): number {
   const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+}
+
+/**
+ * Proportional set in MiB: the resident set with each page shared by n processes counted 1/n.
+ * The services share Node's binary (about 55 MiB of each one's RSS): the PSS add up to what the
+ * system really takes.
+ */
+function pssMiB(pid: number): number {
+  const kb = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1];
   return Number(kb) / 1024;
 }
 
@@ -35,7 +46,13 @@ function servicesOf(pid: number): Map<string, number> {
   return found;
 }
 
-async function oneRound(): Promise<Map<string, number>> {
+interface Round {
+  rss: Map<string, number>;
+  /** The PSS of every process `pnpm start` started, added up. */
+  pssTotal: number;
+}
+
+async function oneRound(): Promise<Round> {
   const db = await scratchDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-memory-'));
   const start = spawn(process.execPath, [join(ROOT, 'scripts', 'start.ts')], {
@@ -55,8 +72,12 @@ async function oneRound(): Promise<Map<string, number>> {
     });
     await sleep(SETTLE_MS);
     const rss = new Map<string, number>();
-    for (const [name, pid] of servicesOf(start.pid!)) rss.set(name, rssMiB(pid));
-    return rss;
+    let pssTotal = 0;
+    for (const [name, pid] of servicesOf(start.pid!)) {
+      rss.set(name, rssMiB(pid));
+      pssTotal += pssMiB(pid);
+    }
+    return { rss, pssTotal };
   } finally {
     if (start.exitCode === null) {
       const exited = new Promise((done) => start.once('exit', done));
@@ -69,10 +90,12 @@ async function oneRound(): Promise<Map<string, number>> {
 }
 
 const rounds: Map<string, number>[] = [];
+const pssTotals: number[] = [];
 for (let i = 0; i < ROUNDS; i++) {
-  const rss = await oneRound();
+  const { rss, pssTotal } = await oneRound();
   rounds.push(rss);
-  say(`round ${i + 1}: ${[...rss].map(([name, mib]) => `${name} ${mib.toFixed(0)}`).join(', ')} (MiB)`);
+  pssTotals.push(pssTotal);
+  say(`round ${i + 1}: ${[...rss].map(([name, mib]) => `${name} ${mib.toFixed(0)}`).join(', ')} (MiB RSS); all together ${pssTotal.toFixed(0)} MiB PSS`);
 }
 const names = [...new Set(rounds.flatMap((r) => [...r.keys()]))].toSorted();
 say(`\nresident memory at idle, median of ${ROUNDS} start(s), MiB:`);
@@ -81,3 +104,4 @@ for (const name of names) {
   // The median of an even count is the upper middle value (percentile's convention).
   say(`  ${name.padEnd(20)} ${percentile(values, 0.5).toFixed(0).padStart(5)}   (${values.map((v) => v.toFixed(0)).join(', ')})`);
 }
+say(`  all services together (PSS) ${percentile(pssTotals, 0.5).toFixed(0).padStart(5)}   (${pssTotals.map((v) => v.toFixed(0)).join(', ')})`);
