@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connectNats, consumeDurable, createLogger, type NatsConnection } from '../src/index.ts';
+import { startTelemetry, type Telemetry } from '../src/telemetry.ts';
+import { createServer } from 'node:net';
 import { DEAD_LETTER_HEADERS, deadLetterSubject, durableName } from '../src/bus/consumer.ts';
 import { ensureStreamFor } from '../src/bus/nats.ts';
 import { qualify, streamFor } from '../src/bus/subjects.ts';
@@ -14,11 +16,23 @@ describe('a durable consumer and a poison event', () => {
   const logger = createLogger('dead-letter-test', 'silent');
   let nc: NatsConnection;
   let ns = '';
+  let telemetry: Telemetry;
+  let metricsPort = 0;
 
   beforeAll(async () => {
+    metricsPort = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    telemetry = startTelemetry({ serviceName: 'dead-letter-test', metricsPort });
     nc = await connectNats(inject('natsUrl'), 'dead-letter-test');
   });
-  afterAll(() => nc?.close());
+  afterAll(async () => {
+    await nc?.close();
+    await telemetry?.shutdown();
+  });
 
   /** Publishes one event on `subject` of the test's namespace. */
   async function publish(subject: string, body: string, id: string): Promise<void> {
@@ -88,6 +102,9 @@ describe('a durable consumer and a poison event', () => {
       const info = await (await jetstreamManager(nc)).consumers.info(`${ns}_VIDEO`, durableName('test-poison', process.env.DEPLOYMENT_ID ?? ''));
       expect({ pending: info.num_pending, unacknowledged: info.num_ack_pending }).toEqual({ pending: 0, unacknowledged: 0 });
       expect(info.config.max_deliver).toBe(4); // the server's bound, one past the consumer's own
+      // Counted for dashboards and alerts.
+      const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(scraped).toMatch(/^events_dead_lettered_total\{[^}]*messaging_consumer_group_name="test-poison"[^}]*\} 1$/m);
     } finally {
       await stop();
     }

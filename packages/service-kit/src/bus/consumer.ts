@@ -1,4 +1,4 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, metrics, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -100,6 +100,10 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
   const js = jetstream(opts.nats);
   const consumer = await js.consumers.get(stream, durable);
   const deadSubject = qualify(opts.namespace, deadLetterSubject(opts.durable));
+  // Operators see dead letters on a dashboard too (Prometheus: events_dead_lettered_total).
+  const deadLettered = metrics.getMeter('@gw/service-kit/bus').createCounter('events.dead_lettered', {
+    description: 'Events given up after every delivery failed, moved to the dead-letter subject',
+  });
   await ensureStreamFor(opts.nats, opts.namespace, deadLetterSubject(opts.durable));
   /** Moves a given-up event to the dead-letter subject; resolves false if that failed (the event is then retried). */
   const deadLetter = async (m: JsMsg, err: unknown): Promise<boolean> => {
@@ -146,6 +150,7 @@ export async function consumeDurable(opts: DurableConsumerOptions): Promise<() =
             if (deliveries >= maxDeliveries && (await deadLetter(m, err))) {
               opts.logger.error({ err, subject: m.subject, deliveryCount: deliveries, deadLetter: deadSubject }, 'event handling failed on every delivery; moved to the dead-letter subject');
               m.term(); // no reason: servers before 2.10.4 ignore a TERM that carries one
+              deadLettered.add(1, { 'messaging.consumer.group.name': opts.durable, 'messaging.destination.name': opts.subject });
             } else {
               opts.logger.warn({ err, subject: m.subject, deliveryCount: deliveries }, 'event handling failed; will retry');
               m.nak(Math.min(MAX_RETRY_DELAY_MS, (opts.retryDelayMs ?? 1_000) * 2 ** Math.min(deliveries - 1, 16)));
