@@ -19,9 +19,10 @@ export interface ConsoleDeps {
   publicOrigin: string | undefined;
   /**
    * The origin set-password links are built on: the configured public URL, else the address the
-   * console listens on. Never the request's Host (a forged Host would make a link to another site).
+   * console listens on (known once it listens). Never the request's Host (a forged Host would
+   * make a link to another site).
    */
-  linkOrigin: string;
+  linkOrigin: () => string;
   secureCookies: boolean;
   /** Bearer token of `/internal/*`; undefined turns those routes off. */
   adminToken: string | undefined;

@@ -46,6 +46,8 @@ const stopHousekeeping = startHousekeeping(
 );
 
 let ready = false;
+/** The origin of the address listened on (the port is known once listening): links when no public URL is set. */
+let listening = listenOrigin(config.CONSOLE_HOST, config.CONSOLE_PORT);
 const app = await buildApp({
   billing,
   catalog,
@@ -55,7 +57,7 @@ const app = await buildApp({
   hmac,
   logger,
   publicOrigin,
-  linkOrigin: publicOrigin ?? listenOrigin(config.CONSOLE_HOST, config.CONSOLE_PORT),
+  linkOrigin: () => publicOrigin ?? listening,
   secureCookies: !config.CONSOLE_INSECURE_COOKIES,
   adminToken: config.CONSOLE_ADMIN_TOKEN,
   trustProxy: config.CONSOLE_TRUST_PROXY,
@@ -64,6 +66,7 @@ const app = await buildApp({
 });
 if (config.CONSOLE_INSECURE_COOKIES) logger.warn('CONSOLE_INSECURE_COOKIES=true: cookies are sent over plain http (local use only)');
 const address = await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
+listening = listenOrigin(config.CONSOLE_HOST, (app.server.address() as { port: number }).port);
 ready = true;
 const url = address.replace('[::1]', '127.0.0.1');
 logger.info({ url }, 'console listening');

@@ -357,8 +357,8 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect(statuses).toEqual([[401, true], [401, true], [401, true], [401, true], [429, false], [429, false]]);
     const held = await attacker.post('/login', { csrf_token: attacker.csrf(), email, password: PASSWORD });
     expect(held.statusCode).toBe(429);
-    expect(held.headers['retry-after']).toBe('2');
-    expect(held.body).toContain('Try again in 2 seconds.');
+    expect(Number(held.headers['retry-after'])).toBeGreaterThan(50);
+    expect(held.body).toMatch(/Try again in \d+ seconds\./);
     // The owner, from another network, signs in at once with the right password.
     const owner = new InjectBrowser(app, ORIGIN);
     await owner.get('/login');
@@ -506,7 +506,8 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect(statuses).toEqual([400, 400, 400, 400, 429, 429]);
     // Held back now: even the right password is not checked until the delay is over.
     const right = await change(PASSWORD);
-    expect([right.statusCode, right.headers['retry-after']]).toEqual([429, '2']);
+    expect(right.statusCode).toBe(429);
+    expect(Number(right.headers['retry-after'])).toBeGreaterThan(50);
   });
 
   it('a new password or "log out everywhere" ends the member\'s unused set-password links', async () => {

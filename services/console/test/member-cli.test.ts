@@ -65,5 +65,5 @@ describe('pnpm admin member add / list / role / remove', () => {
     expect([last.code, last.out]).toEqual([1, { error: { code: 'invalid_request', message: 'An account always keeps one owner: make another member owner first.' } }]);
     expect((await admin('member', 'remove', '--member', String(dev.out.member_id))).out).toMatchObject({ removed: true });
     expect(((await admin('member', 'list', '--account', account)).out.members as unknown[]).length).toBe(1);
-  });
+  }, 90_000);
 });

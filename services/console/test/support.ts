@@ -60,12 +60,14 @@ export async function testApp(
     billing: billing.client(),
     catalog: fakeCatalog(),
     sessions,
-    throttle: new LoginThrottle(orm, hmac, { freePerIp: 100, ...opts.throttle }),
+    // A minute's first delay: the app's tests run on the real clock, and a slow machine must not
+    // see a short delay run out between two attempts.
+    throttle: new LoginThrottle(orm, hmac, { freePerIp: 100, baseDelayMs: 60_000, ...opts.throttle }),
     members,
     hmac,
     logger: createLogger('console-test', 'silent'),
     publicOrigin: TEST_ORIGIN,
-    linkOrigin: TEST_ORIGIN,
+    linkOrigin: () => TEST_ORIGIN,
     secureCookies: true,
     adminToken: opts.adminToken,
     trustProxy: opts.trustProxy ?? false,

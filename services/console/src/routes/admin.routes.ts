@@ -29,7 +29,7 @@ const ResetPassword = z.object({ email: z.string().max(EMAIL_MAX) });
 
 /** A set-password link as the operator's answers give it: on the configured origin only. */
 export function linkFields(deps: Pick<RouteDeps, 'linkOrigin'>, link: IssuedLink): { set_password_url: string; expires_at: string } {
-  return { set_password_url: setPasswordUrl(deps.linkOrigin, link.token), expires_at: link.expiresAt.toISOString() };
+  return { set_password_url: setPasswordUrl(deps.linkOrigin(), link.token), expires_at: link.expiresAt.toISOString() };
 }
 
 const fail = (code: string, message: string) => ({ error: { code, message } });

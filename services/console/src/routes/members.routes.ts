@@ -71,7 +71,7 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     }
     const link = await deps.members.issueSetPasswordToken(created.memberId);
     request.log.info({ member: member.memberId, invited: created.memberId, role }, 'member invited');
-    const invited: InvitedLink = { email: email.trim().toLowerCase(), role, url: setPasswordUrl(deps.linkOrigin, link.token), expiresAt: link.expiresAt.toISOString() };
+    const invited: InvitedLink = { email: email.trim().toLowerCase(), role, url: setPasswordUrl(deps.linkOrigin(), link.token), expiresAt: link.expiresAt.toISOString() };
     flash.write(reply, request.memberSession!.idHash, invited);
     return reply.redirect('/members', 303);
   });
