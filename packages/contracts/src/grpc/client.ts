@@ -23,9 +23,10 @@ export interface ClientOptions {
    */
   token?: string;
   /**
-   * HTTP/2 keepalive: a ping every `keepaliveMs` (default 1 s) that must be answered within as
-   * long again, else the connection is closed and its calls go to another replica: a dead or hung
-   * (stopped) replica is left within about two seconds.
+   * HTTP/2 keepalive: a ping every `keepaliveMs` (default: `GRPC_KEEPALIVE_MS`, else 1 s) that must
+   * be answered within as long again, else the connection is closed and its calls go to another
+   * replica: a dead or hung (stopped) replica is left within about two seconds. A server whose
+   * event loop stalls longer than that (a long GC pause) is left too: raise it for such servers.
    */
   keepaliveMs?: number;
   /** Metadata sent with every call (e.g. `gw-actor`, who an operator change is recorded as). */
@@ -95,7 +96,7 @@ export function createClient<S extends GenServiceMethods>(
   address: string,
   opts: ClientOptions = {},
 ): ServiceClient<S> & { close(): void } {
-  const keepalive = opts.keepaliveMs ?? 1_000;
+  const keepalive = opts.keepaliveMs ?? (Number(process.env.GRPC_KEEPALIVE_MS) || 1_000);
   const channel = new grpc.Client(grpcTarget(address), grpc.credentials.createInsecure(), {
     'grpc.service_config': ROUND_ROBIN,
     'grpc.keepalive_time_ms': keepalive,
