@@ -34,6 +34,21 @@ function consoleSessionSecret(): string {
   return secret;
 }
 
+/**
+ * The token every service asks of its callers (SERVICE_TOKEN), made once per data folder and kept
+ * owner-only: the services, this script's seeding and `pnpm admin` (through local-run.json) send it.
+ * An operator's own SERVICE_TOKEN wins.
+ */
+function serviceToken(): string {
+  if (process.env.SERVICE_TOKEN) return process.env.SERVICE_TOKEN;
+  const file = join(DATA_DIR, 'service-token');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(DATA_DIR, { recursive: true });
+  const token = randomBytes(32).toString('base64url');
+  writeFileSync(file, token, { mode: 0o600 });
+  return token;
+}
+
 /** The last run's logs are kept as .data/logs.previous; this run writes .data/logs/<service>.log. */
 function freshLogDir(): string {
   const previous = `${LOG_DIR}.previous`;
@@ -77,6 +92,8 @@ async function main(): Promise<void> {
     infra.push(await resolveNats(log));
     eventsNamespace = eventsNamespaceFor(postgres.url);
     for (const name of METERED) metricsPorts[name] = await freePort();
+    // Set here too: the seeding below calls billing and catalog, whose clients read it.
+    process.env.SERVICE_TOKEN = serviceToken();
     const logs = process.env.START_LOGS === 'inherit' ? 'inherit' : freshLogDir();
     log(`starting the services (logs: ${logs === 'inherit' ? 'here' : `${shown(logs)}/<service>.log`})...`);
     system = await startSystem({
@@ -87,6 +104,7 @@ async function main(): Promise<void> {
       gatewayPort,
       consolePort,
       consoleSessionSecret: consoleSessionSecret(),
+      env: { SERVICE_TOKEN: process.env.SERVICE_TOKEN },
       // Internal gRPC ports are picked free: fixed ones in the ephemeral range (50051+) can be taken by any
       // outgoing connection. `pnpm admin` finds them in .data/local-run.json.
       internalPorts: 'random',
@@ -137,6 +155,7 @@ async function announce(system: RunningSystem, postgresUrl: string, eventsNamesp
         baseUrl: system.baseUrl,
         console: system.consoleUrl,
         consoleAdminToken: system.consoleAdminToken,
+        serviceToken: process.env.SERVICE_TOKEN,
         eventsNamespace,
         metrics,
         logs: process.env.START_LOGS === 'inherit' ? null : LOG_DIR,

@@ -181,6 +181,11 @@ describe('pnpm start on a fresh database', () => {
       env: { ...process.env, GW_DATA_DIR: dataDir },
     });
     expect(JSON.parse(wallet.stdout)).toEqual({ balance: 1_000_000 });
+    // The services ask every caller for the token pnpm start made (the CLI above found it in local-run.json).
+    const tokenless = run(process.execPath, [join(ROOT, 'packages/admin-cli/src/main.ts'), 'wallet', 'show', '--account', accountId, '--json'], {
+      env: { ...process.env, GW_DATA_DIR: dataDir, SERVICE_TOKEN: '' },
+    });
+    await expect(tokenless).rejects.toMatchObject({ stderr: expect.stringMatching(/token|unauthenticated/i) });
 
     // Stopped and started again: nothing is shown twice, and it says how to get a key and a password back.
     const stopped = new Promise((r) => child!.once('exit', r));

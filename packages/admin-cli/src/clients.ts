@@ -80,7 +80,9 @@ export function actorMetadata(): Record<string, string> {
 export function clients() {
   const a = addresses();
   // A call waits REACH_WAIT_MS for its service, and up to 30 s for an answer once connected (a catalog sync asks every provider).
-  const options = { defaultTimeoutMs: 30_000, connectWaitMs: REACH_WAIT_MS, metadata: actorMetadata() };
+  // The services' shared token: SERVICE_TOKEN, else the one the running `pnpm start` made.
+  const token = process.env.SERVICE_TOKEN ?? (localRun().serviceToken as string | undefined);
+  const options = { defaultTimeoutMs: 30_000, connectWaitMs: REACH_WAIT_MS, metadata: actorMetadata(), token };
   const billing = reporting(createClient(billingV1.BillingService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
   const alerts = reporting(createClient(alertsV1.AlertsService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
   const catalog = reporting(createClient(catalogV1.CatalogService, a.catalog, options), 'catalog', a.catalog, 'CATALOG_ADDR');
