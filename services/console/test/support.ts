@@ -51,18 +51,19 @@ export async function insertMember(orm: MikroORM, accountId: string, email: stri
 export async function testApp(
   orm: MikroORM,
   billing: FakeBilling,
-  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy']; maxKeysPerAccount?: number } = {},
+  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy']; maxKeysPerAccount?: number; now?: () => Date } = {},
 ): Promise<{ app: FastifyInstance; sessions: Sessions; members: Members }> {
   const hmac = testHmac();
-  const sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 });
-  const members = new Members(orm, hmac, sessions, { inviteMs: 72 * 3600_000, resetMs: 3600_000 });
+  const now = opts.now ?? (() => new Date());
+  const sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 }, now);
+  const members = new Members(orm, hmac, sessions, { inviteMs: 72 * 3600_000, resetMs: 3600_000 }, now);
   const app = await buildApp({
     billing: billing.client(),
     catalog: fakeCatalog(),
     sessions,
     // A minute's first delay: the app's tests run on the real clock, and a slow machine must not
     // see a short delay run out between two attempts.
-    throttle: new LoginThrottle(orm, hmac, { freePerIp: 100, baseDelayMs: 60_000, ...opts.throttle }),
+    throttle: new LoginThrottle(orm, hmac, { freePerIp: 100, baseDelayMs: 60_000, ...opts.throttle }, now),
     members,
     hmac,
     logger: createLogger('console-test', 'silent'),
@@ -73,6 +74,7 @@ export async function testApp(
     trustProxy: opts.trustProxy ?? false,
     maxKeysPerAccount: opts.maxKeysPerAccount ?? 100,
     isReady: () => true,
+    now,
   });
   return { app, sessions, members };
 }

@@ -27,6 +27,8 @@ export interface SessionMember {
 export interface ResolvedSession {
   /** HMAC of the cookie value: the session's key, and what its CSRF token is derived from. */
   idHash: Buffer;
+  /** When the member last proved who they are in this session (sign-in or re-authentication). */
+  authenticatedAt: Date;
   member: SessionMember;
 }
 
@@ -44,6 +46,7 @@ const TOUCH_EVERY_MS = 60_000;
 
 interface SessionRow {
   member_id: string;
+  authenticated_at: Date;
   role: Role;
   account_id: string;
   email: string;
@@ -78,8 +81,8 @@ export class Sessions {
     const idHash = this.idHash(cookieValue);
     const now = this.#now();
     await this.#orm.em.fork().execute(
-      'insert into session (id_hash, member_id, created_at, last_seen_at, expires_at, user_agent, network) values (?, ?, ?, ?, ?, ?, ?)',
-      [idHash, memberId, now, now, new Date(now.getTime() + this.#policy.maxMs), device.userAgent?.replace(/\p{C}/gu, '').slice(0, 200) ?? null, device.ip ? clientNetwork(device.ip).slice(0, 64) : null],
+      'insert into session (id_hash, member_id, created_at, last_seen_at, authenticated_at, expires_at, user_agent, network) values (?, ?, ?, ?, ?, ?, ?, ?)',
+      [idHash, memberId, now, now, now, new Date(now.getTime() + this.#policy.maxMs), device.userAgent?.replace(/\p{C}/gu, '').slice(0, 200) ?? null, device.ip ? clientNetwork(device.ip).slice(0, 64) : null],
     );
     return { cookieValue, idHash };
   }
@@ -121,7 +124,7 @@ export class Sessions {
     const idHash = this.idHash(cookieValue);
     const em = this.#orm.em.fork();
     const rows = await em.execute<SessionRow[]>(
-      `select s.member_id, s.last_seen_at, s.expires_at, m.account_id, m.email, m.time_zone, m.role
+      `select s.member_id, s.last_seen_at, s.expires_at, s.authenticated_at, m.account_id, m.email, m.time_zone, m.role
          from session s join member m on m.id = s.member_id where s.id_hash = ?`,
       [idHash],
     );
@@ -136,7 +139,12 @@ export class Sessions {
     if (now - lastSeen >= TOUCH_EVERY_MS) {
       await em.execute('update session set last_seen_at = ? where id_hash = ?', [new Date(now), idHash]);
     }
-    return { idHash, member: { memberId: row.member_id, role: row.role, accountId: row.account_id, email: row.email, timeZone: row.time_zone } };
+    return { idHash, authenticatedAt: new Date(row.authenticated_at), member: { memberId: row.member_id, role: row.role, accountId: row.account_id, email: row.email, timeZone: row.time_zone } };
+  }
+
+  /** The member proved who they are again in this session. */
+  async reauthenticated(idHash: Buffer): Promise<void> {
+    await this.#orm.em.fork().execute('update session set authenticated_at = ? where id_hash = ?', [this.#now(), idHash]);
   }
 
   async revoke(idHash: Buffer): Promise<void> {

@@ -17,9 +17,9 @@ export interface Flash {
   write(reply: FastifyReply, sessionIdHash: Buffer, value: unknown): void;
 }
 
-export function flashCookie(hmac: Hmac, cookies: CookieSettings): Flash {
+export function flashCookie(hmac: Hmac, cookies: CookieSettings, cookieName = 'gw_flash'): Flash {
   const key = hmac.digest('flash-cookie-key', '');
-  const name = cookies.session.replace('gw_session', 'gw_flash');
+  const name = cookies.session.replace('gw_session', cookieName);
   const options = { ...cookies.options, sameSite: 'strict' as const, maxAge: LIFETIME_S };
   return {
     write(reply, sessionIdHash, value) {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager, MikroORM, QueryResult } from '@mikro-orm/postgresql';
 import { hashPassword, passwordProblem, verifyPassword } from '../auth/passwords.ts';
 import { randomToken, type Hmac } from '../auth/secrets.ts';
+import { TotpCodes } from '../auth/totp.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import { isUniqueViolation } from '../db/pg-errors.ts';
 import type { Role } from './roles.ts';
@@ -47,12 +48,14 @@ export interface LinkLifetimes {
 }
 
 /** What a member is told about their sign-in (`member_notice`; see `NOTICE_TEXT`). */
-export type NoticeKind = 'password-changed' | 'password-set' | 'invite-link-issued' | 'reset-link-issued';
+export type NoticeKind = 'password-changed' | 'password-set' | 'invite-link-issued' | 'reset-link-issued' | 'totp-enabled' | 'totp-disabled';
 
 export const NOTICE_TEXT: Record<NoticeKind, string> = {
   'password-changed': 'Your password was changed on the account page. Your other sessions ended.',
   'password-set': 'Your password was set from a one-time link. Every session ended.',
   'invite-link-issued': 'An invitation link to choose your password was issued.',
+  'totp-enabled': 'Two-step sign-in was turned on: signing in now also asks for a code from your authenticator app.',
+  'totp-disabled': 'Two-step sign-in was turned off.',
   'reset-link-issued': 'A password reset link was issued for your sign-in. If you did not ask for it, tell your account owner; your password keeps working until the link is used.',
 };
 
@@ -85,10 +88,12 @@ export class Members {
   readonly #sessions: Sessions;
   readonly #links: LinkLifetimes;
   readonly #now: () => Date;
+  readonly #totp: TotpCodes;
 
   constructor(orm: MikroORM, hmac: Hmac, sessions: Sessions, links: LinkLifetimes, now: () => Date = () => new Date()) {
     this.#orm = orm;
     this.#hmac = hmac;
+    this.#totp = new TotpCodes(hmac);
     this.#sessions = sessions;
     this.#links = links;
     this.#now = now;
@@ -320,6 +325,59 @@ export class Members {
   async keyCreator(keyId: string): Promise<string | null> {
     const rows = await this.#orm.em.fork().execute<{ member_id: string }[]>('select member_id from key_creator where key_id = ?', [keyId]);
     return rows[0]?.member_id ?? null;
+  }
+
+  /** Whether the member has two-step sign-in (TOTP) on. */
+  async totpEnabled(memberId: string): Promise<boolean> {
+    const rows = await this.#orm.em.fork().execute<{ on: boolean }[]>('select totp_secret is not null as on from member where id = ?', [memberId]);
+    return rows[0]?.on ?? false;
+  }
+
+  /**
+   * Starts setting up two-step sign-in: a new secret, kept sealed as pending until a code from it
+   * confirms the member's app has it. Answers the secret and its `otpauth://` URI, to show once.
+   */
+  async startTotp(memberId: string, email: string): Promise<{ secret: string; uri: string }> {
+    const secret = this.#totp.newSecret();
+    await this.#orm.em.fork().execute('update member set totp_pending = ? where id = ?', [this.#totp.seal(secret), memberId]);
+    return { secret, uri: this.#totp.uri(email, secret) };
+  }
+
+  /** Turns two-step sign-in on when `code` comes from the pending secret. */
+  async confirmTotp(memberId: string, code: string): Promise<boolean> {
+    const rows = await this.#orm.em.fork().execute<{ totp_pending: Buffer | null }[]>('select totp_pending from member where id = ?', [memberId]);
+    const pending = rows[0]?.totp_pending;
+    if (!pending) return false;
+    const counter = this.#totp.check(this.#totp.open(pending), code, this.#now().getTime());
+    if (counter === null) return false;
+    const now = this.#now();
+    await this.#orm.em.fork().transactional(async (tx) => {
+      await tx.execute('update member set totp_secret = totp_pending, totp_pending = null, totp_last_counter = ? where id = ?', [counter, memberId]);
+      await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [memberId, 'totp-enabled', now]);
+    });
+    return true;
+  }
+
+  /** Checks a code of the member's two-step sign-in; a code is accepted once at most. */
+  async verifyTotp(memberId: string, code: string): Promise<boolean> {
+    const em = this.#orm.em.fork();
+    const rows = await em.execute<{ totp_secret: Buffer | null }[]>('select totp_secret from member where id = ?', [memberId]);
+    const sealed = rows[0]?.totp_secret;
+    if (!sealed) return false;
+    const counter = this.#totp.check(this.#totp.open(sealed), code, this.#now().getTime());
+    if (counter === null) return false;
+    const used = await em.execute<{ id: string }[]>(
+      'update member set totp_last_counter = ? where id = ? and (totp_last_counter is null or totp_last_counter < ?) returning id',
+      [counter, memberId, counter],
+    );
+    return used.length === 1;
+  }
+
+  async disableTotp(memberId: string): Promise<void> {
+    await this.#orm.em.fork().transactional(async (tx) => {
+      await tx.execute('update member set totp_secret = null, totp_pending = null, totp_last_counter = null where id = ?', [memberId]);
+      await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [memberId, 'totp-disabled', this.#now()]);
+    });
   }
 
   /** Deletes spent and expired set-password tokens (housekeeping). */

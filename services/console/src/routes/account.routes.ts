@@ -1,7 +1,7 @@
 import { isTimeZone } from '@gw/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
-import { PASSWORD_MAX, passwordProblem } from '../auth/passwords.ts';
+import { PASSWORD_MAX, passwordProblem, verifyPassword } from '../auth/passwords.ts';
 import { lockedMessage } from '../auth/throttle.ts';
 import { formField } from '../http/forms.ts';
 import { MemberError } from '../members/members.ts';
@@ -11,8 +11,9 @@ import { timeZoneChoices } from '../views/zoned-time.ts';
 import { noticeFrom, viewerFor } from './viewer.ts';
 
 export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
-  const show = async (request: FastifyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200) => {
+  const show = async (request: FastifyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200, totpSetup?: { secret: string; uri: string }) => {
     const ctx = await viewerFor(request, deps);
+    const totpOn = await deps.members.totpEnabled(ctx.member.memberId);
     const [notices, sessions] = await Promise.all([deps.members.readNotices(ctx.member.memberId), deps.sessions.list(ctx.member.memberId)]);
     const current = deps.sessions.handle(request.memberSession!.idHash);
     return reply
@@ -25,6 +26,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
           memberTimeZone: ctx.member.timeZone,
           zones: timeZoneChoices(ctx.accountTimeZone),
           notices,
+          totp: { enabled: totpOn, setup: totpSetup },
           sessions: sessions.map((x) => ({ handle: x.handle, createdAt: x.createdAt, lastSeenAt: x.lastSeenAt, userAgent: x.userAgent, network: x.network, current: x.handle === current })),
           notice,
         }).value,
@@ -74,6 +76,43 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     await deps.sessions.revoke(request.memberSession!.idHash);
     reply.clearCookie(deps.cookies.session, deps.cookies.options);
     return reply.redirect('/login?done=logged-out', 303);
+  });
+
+  // Two-step sign-in (TOTP): set up (a new secret shown once, confirmed by a code from it),
+  // or turned off with the password and a current code.
+  app.post('/account/totp/start', { config: { permission: 'self' } }, async (request, reply) => {
+    const { member } = request.memberSession!;
+    if (await deps.members.totpEnabled(member.memberId)) return show(request, reply, { kind: 'error', text: 'Two-step sign-in is already on.' }, 400);
+    const setup = await deps.members.startTotp(member.memberId, member.email);
+    return show(request, reply, undefined, 200, setup);
+  });
+
+  app.post('/account/totp/confirm', { config: { permission: 'self' } }, async (request, reply) => {
+    const { member } = request.memberSession!;
+    if (!(await deps.members.confirmTotp(member.memberId, formField(request.body, 'code', 16)))) {
+      return show(request, reply, { kind: 'error', text: 'That code does not match. Set up again and enter the code your app shows.' }, 400);
+    }
+    request.log.info({ member: member.memberId }, 'two-step sign-in turned on');
+    return reply.redirect('/account?done=totp-on', 303);
+  });
+
+  app.post('/account/totp/disable', { config: { permission: 'self' } }, async (request, reply) => {
+    const session = request.memberSession!;
+    const from = { ip: request.ip, device: `session:${session.idHash.toString('base64url')}` };
+    const verdict = await deps.throttle.admit(session.member.email, from);
+    if (verdict.locked) {
+      reply.header('retry-after', String(verdict.retryAfterSeconds));
+      return show(request, reply, { kind: 'error', text: lockedMessage(verdict, 'wrong passwords or codes') }, 429);
+    }
+    const row = await deps.members.byId(session.member.memberId);
+    const passwordOk = await verifyPassword(row?.password_hash ?? null, formField(request.body, 'current', PASSWORD_MAX + 1));
+    if (!passwordOk || !(await deps.members.verifyTotp(session.member.memberId, formField(request.body, 'code', 16)))) {
+      return show(request, reply, { kind: 'error', text: 'The password or the code is not correct.' }, 400);
+    }
+    await deps.throttle.recordSuccess(session.member.email, from);
+    await deps.members.disableTotp(session.member.memberId);
+    request.log.info({ member: session.member.memberId }, 'two-step sign-in turned off');
+    return reply.redirect('/account?done=totp-off', 303);
   });
 
   app.post('/account/sessions/end', { config: { permission: 'self' } }, async (request, reply) => {

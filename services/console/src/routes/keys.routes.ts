@@ -2,6 +2,8 @@ import { GatewayError } from '@gw/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { LIMIT_PERIODS, LIMIT_TYPES, toKeyView } from '../billing/key-view.ts';
+import { PASSWORD_MAX, verifyPassword } from '../auth/passwords.ts';
+import { lockedMessage } from '../auth/throttle.ts';
 import { mayManageKey } from '../billing/guard.ts';
 import { flashCookie } from '../http/flash.ts';
 import { formField } from '../http/forms.ts';
@@ -13,6 +15,8 @@ import { noticeFrom, viewerFor } from './viewer.ts';
 type KeyRequest = FastifyRequest<{ Params: { id: string } }>;
 
 const HTML = 'text/html; charset=utf-8';
+/** Creating a key asks for the password again when the session last proved who it is longer ago than this. */
+const REAUTH_AFTER_MS = 15 * 60_000;
 const LIMIT_VALUE = /^(0|[1-9][0-9]{0,14})$/;
 
 /** A key name is a label: control characters (line breaks, escapes) become spaces. */
@@ -37,8 +41,16 @@ function isCreatedKey(value: unknown): value is CreatedKey {
 export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   // The new key's plaintext travels from the POST to the page of its redirect in a one-time flash.
   const flash = flashCookie(deps.hmac, deps.cookies);
+  /** When creating a key asks for the password (and code) again: the session proved it too long ago. */
+  const reauthFor = async (request: FastifyRequest): Promise<{ totp: boolean } | undefined> => {
+    const session = request.memberSession!;
+    if (deps.now().getTime() - session.authenticatedAt.getTime() <= REAUTH_AFTER_MS) return undefined;
+    return { totp: await deps.members.totpEnabled(session.member.memberId) };
+  };
+
   const listPage = async (request: FastifyRequest, reply: FastifyReply, extra: { created?: CreatedKey; form?: CreateForm; notice?: Notice }, status = 200) => {
     const ctx = await viewerFor(request, deps);
+    const reauth = await reauthFor(request);
     const [{ keys }, creators] = await Promise.all([request.billing.listKeyDetails({ accountId: ctx.member.accountId }), deps.members.keyCreators(ctx.member.accountId)]);
     const now = deps.now().getTime();
     const views = keys.map((k) => toKeyView(k, now));
@@ -46,7 +58,7 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
     return reply
       .code(status)
       .type(HTML)
-      .send(keysPage({ viewer: ctx.viewer, keys: views, manageable, ...extra }).value);
+      .send(keysPage({ viewer: ctx.viewer, keys: views, manageable, reauth, ...extra }).value);
   };
 
   const detailPage = async (request: KeyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200) => {
@@ -83,6 +95,27 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
       expires: formField(request.body, 'expires_at', 32),
     };
     const ctx = await viewerFor(request, deps);
+    // A key spends the account's credits: a session that proved who it is long ago proves it again.
+    const reauth = await reauthFor(request);
+    if (reauth) {
+      const session = request.memberSession!;
+      const password = formField(request.body, 'reauth_password', PASSWORD_MAX + 1);
+      if (password === '') return listPage(request, reply, { form, notice: { kind: 'error', text: 'Confirm it is you: enter your password to create a key.' } }, 400);
+      const from = { ip: request.ip, device: `session:${session.idHash.toString('base64url')}` };
+      const verdict = await deps.throttle.admit(session.member.email, from);
+      if (verdict.locked) {
+        reply.header('retry-after', String(verdict.retryAfterSeconds));
+        return listPage(request, reply, { form, notice: { kind: 'error', text: lockedMessage(verdict, 'wrong passwords or codes') } }, 429);
+      }
+      const row = await deps.members.byId(session.member.memberId);
+      const ok =
+        (await verifyPassword(row?.password_hash ?? null, password)) &&
+        (!reauth.totp || (await deps.members.verifyTotp(session.member.memberId, formField(request.body, 'reauth_code', 16))));
+      if (!ok) return listPage(request, reply, { form, notice: { kind: 'error', text: reauth.totp ? 'The password or the code is not correct.' : 'The password is not correct.' } }, 400);
+      await deps.throttle.recordSuccess(session.member.email, from);
+      await deps.sessions.reauthenticated(session.idHash);
+      session.authenticatedAt = deps.now();
+    }
     let expiresAtUnixMs = 0n;
     if (form.expires !== '') {
       const at = instantOfLocal(form.expires, ctx.viewer.timeZone);

@@ -6,9 +6,10 @@ import { randomToken } from '../auth/secrets.ts';
 import { deviceCookie, trustedDevice } from '../auth/device.ts';
 import { lockedMessage } from '../auth/throttle.ts';
 import { formField, queryParam } from '../http/forms.ts';
-import { EMAIL_MAX, MemberError } from '../members/members.ts';
+import { flashCookie } from '../http/flash.ts';
+import { EMAIL_MAX, MemberError, type MemberRow } from '../members/members.ts';
 import { homeOf } from '../members/roles.ts';
-import { invalidLinkPage, loginPage, setPasswordPage } from '../views/auth.view.ts';
+import { invalidLinkPage, loginPage, setPasswordPage, totpPage } from '../views/auth.view.ts';
 import type { Notice } from '../views/layout.ts';
 import { safeNext } from './member-guard.ts';
 import { noticeFrom } from './viewer.ts';
@@ -25,7 +26,19 @@ const EXPIRED_FORM: Notice = { kind: 'error', text: 'The form had expired. Pleas
  * CSRF-protected too (a forged sign-in would put a victim into an attacker's account): the token
  * is bound to a random pre-session cookie, and the Origin must be ours.
  */
+interface SecondStep {
+  memberId: string;
+  next: string;
+}
+
+function isSecondStep(value: unknown): value is SecondStep {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.memberId === 'string' && typeof v.next === 'string';
+}
+
 export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  const secondStep = flashCookie(deps.hmac, deps.cookies, 'gw_second_step');
   /** The pre-session cookie's value, set when missing. */
   function preSession(request: FastifyRequest, reply: FastifyReply): string {
     const existing = request.cookies[deps.cookies.preSession];
@@ -81,7 +94,45 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       request.log.info({ member: member?.id }, 'sign-in failed');
       return showLogin(request, reply, 401, { email, next, notice: BAD_LOGIN });
     }
+    if (await deps.members.totpEnabled(member.id)) {
+      // The password was right; the session starts after the second step. The member between
+      // the steps is carried sealed, bound to this browser's pre-session cookie, for 2 minutes.
+      await deps.throttle.recordSuccess(email, from);
+      const pre = preSession(request, reply);
+      secondStep.write(reply, Buffer.from(pre), { memberId: member.id, next } satisfies SecondStep);
+      return reply.type(HTML).send(totpPage({ csrf: preSessionCsrfToken(deps.hmac, pre) }).value);
+    }
     await deps.throttle.recordSuccess(email, from);
+    return startSession(request, reply, member, next);
+  });
+
+  app.post('/login/code', async (request, reply) => {
+    const pre = request.cookies[deps.cookies.preSession] ?? '';
+    const step = PRE_SESSION.test(pre) ? secondStep.read(request, reply, Buffer.from(pre)) : undefined;
+    if (!isSecondStep(step)) return showLogin(request, reply, 400, { notice: { kind: 'error', text: 'The sign-in took too long. Sign in again.' } });
+    const again = (status: number, notice: Notice) => {
+      secondStep.write(reply, Buffer.from(pre), step);
+      return reply.code(status).type(HTML).send(totpPage({ csrf: preSessionCsrfToken(deps.hmac, pre), notice }).value);
+    };
+    if (!formGenuine(request)) return again(403, EXPIRED_FORM);
+    const member = await deps.members.byId(step.memberId);
+    if (!member) return showLogin(request, reply, 400, { notice: BAD_LOGIN });
+    const from = { ip: request.ip, device: trustedDevice(deps.hmac, request.cookies[deps.cookies.device], member.email) };
+    const verdict = await deps.throttle.admit(member.email, from);
+    if (verdict.locked) {
+      reply.header('retry-after', String(verdict.retryAfterSeconds));
+      return again(429, { kind: 'error', text: lockedMessage(verdict, 'wrong codes') });
+    }
+    if (!(await deps.members.verifyTotp(member.id, formField(request.body, 'code', 16)))) {
+      request.log.info({ member: member.id }, 'sign-in code refused');
+      return again(401, { kind: 'error', text: 'The code is not correct, or was used already. Enter the current code from your app.' });
+    }
+    await deps.throttle.recordSuccess(member.email, from);
+    return startSession(request, reply, member, step.next);
+  });
+
+  /** Signs the member in: a new session id (no fixation), the device remembered. */
+  async function startSession(request: FastifyRequest, reply: FastifyReply, member: MemberRow, next: string) {
     reply.setCookie(deps.cookies.device, deviceCookie(deps.hmac, member.email, request.cookies[deps.cookies.device]), {
       ...deps.cookies.options,
       maxAge: DEVICE_COOKIE_DAYS * 86_400,
@@ -92,7 +143,7 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     reply.clearCookie(deps.cookies.preSession, deps.cookies.options);
     request.log.info({ member: member.id }, 'signed in');
     return reply.redirect(next || homeOf(member.role), 303);
-  });
+  }
 
   app.get('/set-password', async (request, reply) => {
     const token = queryParam(request.query, 'token', 128);

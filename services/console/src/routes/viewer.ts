@@ -55,6 +55,8 @@ const NOTICES: Record<string, Notice> = {
   'password-changed': { kind: 'success', text: 'Your password is changed. Your other sessions have ended.' },
   'time-zone-saved': { kind: 'success', text: 'The display time zone is saved.' },
   'password-set': { kind: 'success', text: 'Your password is set. Sign in with it.' },
+  'totp-on': { kind: 'success', text: 'Two-step sign-in is on: signing in now also asks for a code from your app.' },
+  'totp-off': { kind: 'success', text: 'Two-step sign-in is off.' },
   'session-ended': { kind: 'success', text: 'The session is ended: that browser is signed out.' },
   'logged-out': { kind: 'success', text: 'You are signed out.' },
   'logged-out-everywhere': { kind: 'success', text: 'You are signed out on every device.' },

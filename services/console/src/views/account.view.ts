@@ -10,6 +10,7 @@ export function accountPage(opts: {
   memberTimeZone: string | null;
   zones: string[];
   notices: MemberNotice[];
+  totp: { enabled: boolean; setup?: { secret: string; uri: string } | undefined };
   sessions: Array<{ handle: string; createdAt: Date; lastSeenAt: Date; userAgent: string; network: string; current: boolean }>;
   notice?: Notice | undefined;
 }): SafeHtml {
@@ -46,6 +47,40 @@ export function accountPage(opts: {
     <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}">
     <button type="submit">Change password</button>
   </form>
+</section>
+
+<section aria-labelledby="totp-heading">
+  <h2 id="totp-heading">Two-step sign-in</h2>
+  ${
+    opts.totp.enabled
+      ? html`<p><strong>On.</strong> Signing in asks for a code from your authenticator app.</p>
+  <form method="post" action="/account/totp/disable">
+    ${csrfField(viewer.csrf)}
+    <input type="text" name="username" autocomplete="username" value="${viewer.email}" hidden>
+    <div class="grid">
+      <div><label for="totp-off-current">Password</label>
+        <input id="totp-off-current" name="current" type="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX}"></div>
+      <div><label for="totp-off-code">Current code</label>
+        <input id="totp-off-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="7" required></div>
+    </div>
+    <button type="submit" class="secondary">Turn off two-step sign-in</button>
+  </form>`
+      : opts.totp.setup
+        ? html`<p>Add this key to your authenticator app (type it in, or open the link on a phone that has the app), then enter the code it shows. It is shown only now.</p>
+  <p><code id="totp-secret">${opts.totp.setup.secret}</code></p>
+  <p><a href="${opts.totp.setup.uri}" id="totp-uri">Open in an authenticator app</a></p>
+  <form method="post" action="/account/totp/confirm">
+    ${csrfField(viewer.csrf)}
+    <label for="totp-code">Code from the app</label>
+    <input id="totp-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="7" required>
+    <button type="submit">Turn on two-step sign-in</button>
+  </form>`
+        : html`<p>Off. With it on, signing in also asks for a code from an authenticator app, so a stolen password alone signs nobody in.</p>
+  <form method="post" action="/account/totp/start">
+    ${csrfField(viewer.csrf)}
+    <button type="submit">Set up two-step sign-in</button>
+  </form>`
+  }
 </section>
 
 <section aria-labelledby="tz-heading">

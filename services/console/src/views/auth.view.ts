@@ -63,3 +63,20 @@ export function forbiddenPage(role: string): SafeHtml {
     body: html`<h1>Not allowed</h1><p>Your role in this account (${role}) does not allow this. Ask an owner or admin of the account if you need it.</p><p><a href="/">Back to the console</a></p>`,
   });
 }
+
+/** The second sign-in step: a code from the member's authenticator app. */
+export function totpPage(opts: { csrf: string; notice?: Notice | undefined }): SafeHtml {
+  return publicPage({
+    title: 'Two-step sign-in',
+    notice: opts.notice,
+    body: html`<h1>Two-step sign-in</h1>
+<p>Enter the 6-digit code your authenticator app shows for the Gateway console.</p>
+<form method="post" action="/login/code">
+  ${csrfField(opts.csrf)}
+  <label for="code">Code</label>
+  <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required autofocus>
+  <button type="submit">Sign in</button>
+</form>
+<p><small>Lost your app? Ask your account owner or operator for a reset.</small></p>`,
+  });
+}

@@ -3,6 +3,7 @@ import { Migration002LoginAttempts } from './migration-002-login-attempts.ts';
 import { Migration003LinkPurposesNotices } from './migration-003-link-purposes-notices.ts';
 import { Migration004Roles } from './migration-004-roles.ts';
 import { Migration005SessionDevices } from './migration-005-session-devices.ts';
+import { Migration006Totp } from './migration-006-totp.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const consoleMigrations = [
@@ -11,4 +12,5 @@ export const consoleMigrations = [
   { name: 'Migration003LinkPurposesNotices', class: Migration003LinkPurposesNotices },
   { name: 'Migration004Roles', class: Migration004Roles },
   { name: 'Migration005SessionDevices', class: Migration005SessionDevices },
+  { name: 'Migration006Totp', class: Migration006Totp },
 ];
