@@ -32,6 +32,17 @@ describe('models through the OpenAI and Anthropic SDKs, and model aliases', () =
   let openai: OpenAI;
   let anthropic: Anthropic;
   const logs = mkdtempSync(join(tmpdir(), 'gw-logs-'));
+  /** The gateway's access-log line of the request made by alias, once it is written. */
+  const logged = async () => {
+    for (let i = 0; i < 50; i++) {
+      const line = readFileSync(join(logs, 'edge-gateway.log'), 'utf8')
+        .split('\n')
+        .find((l) => l.includes('"requested_model":"claude-opus-4-1"') && l.includes('"msg":"request"'));
+      if (line) return JSON.parse(line) as Record<string, unknown>;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return undefined;
+  };
 
   beforeAll(async () => {
     system = await startTestSystem({ logs });
@@ -106,16 +117,6 @@ describe('models through the OpenAI and Anthropic SDKs, and model aliases', () =
     const chat = await openai.chat.completions.create({ model: 'vendor/gpt-nick', messages: [{ role: 'user', content: 'hello again' }] });
     expect(chat.choices[0]!.message.content).toEqual(expect.any(String));
     // The access log names both: the model billed and the name the client asked for.
-    const logged = async () => {
-      for (let i = 0; i < 50; i++) {
-        const line = readFileSync(join(logs, 'edge-gateway.log'), 'utf8')
-          .split('\n')
-          .find((l) => l.includes('"requested_model":"claude-opus-4-1"') && l.includes('"msg":"request"'));
-        if (line) return JSON.parse(line) as Record<string, unknown>;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      return undefined;
-    };
     expect(await logged()).toMatchObject({ model: 'claude-sim-sonnet', requested_model: 'claude-opus-4-1', route: '/v1/messages', status: 200 });
     const billing = billingClient(system);
     try {

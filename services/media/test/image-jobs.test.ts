@@ -43,6 +43,9 @@ async function refusal(p: Promise<unknown>): Promise<GatewayError> {
 describe('image jobs and Idempotency-Keys on real Postgres', () => {
   let orm: MikroORM;
   const em = () => orm.em.fork();
+  /** How many times a job's abandonment was announced (its outbox events). */
+  const announced = async (jobId: string) =>
+    Number((await em().execute<Array<{ n: string }>>('select count(*) as n from outbox_event where msg_id = ?', [`${jobId}:abandoned`]))[0]!.n);
   /** Begin, run and finish a job with one stored image. */
   async function succeed(input: BeginInput, now: Date): Promise<string> {
     const jobId = await beginImageJob(em(), input, POLICY, now);
@@ -166,8 +169,6 @@ describe('image jobs and Idempotency-Keys on real Postgres', () => {
   describe('claims carry leases', () => {
     const LEASE = 60_000;
     const leased: JobPolicy = { ...POLICY, claimLeaseMs: LEASE };
-    const announced = async (jobId: string) =>
-      Number((await em().execute<Array<{ n: string }>>('select count(*) as n from outbox_event where msg_id = ?', [`${jobId}:abandoned`]))[0]!.n);
 
     it('media died between commit and answer: a retry with the key is 409 while the lease lasts, then runs once', async () => {
       const key = randomUUID();
