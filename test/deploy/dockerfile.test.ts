@@ -95,7 +95,7 @@ describe('deploy/Dockerfile', () => {
     expect(dockerfile).toContain(`ARG PNPM_VERSION=${pinned}`);
     // The packages come from the lockfile alone before the sources are copied (layer caching).
     const ws = stage('workspace')!.lines;
-    expect(ws.slice(0, 3)).toEqual(['COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./', 'RUN pnpm fetch --prod', 'COPY . .']);
+    expect(ws.slice(0, 4)).toEqual(['COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./', 'COPY patches ./patches', 'RUN pnpm fetch --prod', 'COPY . .']);
   });
 
   it('the build stages never reach the runtime images except through /out', () => {
@@ -137,6 +137,7 @@ describe('deploy/Dockerfile.dockerignore', () => {
 
   it('keeps the manifests, the lockfile, every source file and the deploy scripts in the context', () => {
     const needed = ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'test/package.json', 'deploy/healthcheck.ts', 'deploy/unnest-workspace-packages.ts'];
+    for (const f of readdirSync(join(ROOT, 'patches'))) needed.push(`patches/${f}`);
     for (const dir of workspacePackages().values()) {
       needed.push(relative(ROOT, join(dir, 'package.json')));
       for (const f of tsFiles(join(dir, 'src'))) needed.push(relative(ROOT, f));
