@@ -1,16 +1,36 @@
 import { ProviderError } from './errors.ts';
+import { deadline } from './provider-context.ts';
 import type { ProviderContext } from './provider-context.ts';
-import type { VideoStatus } from './types.ts';
+import type { CallOptions, VideoStatus } from './types.ts';
 
-/** True for a provider 404: the job (or its file) is gone, which is an answer, not a fault. */
-export function isUpstreamNotFound(err: unknown): boolean {
-  return err instanceof ProviderError && err.upstreamStatus === 404;
+/**
+ * The call's answer, or `onNotFound()`'s when the provider answered 404: a job (or its file) that
+ * is gone is an answer, not a fault. The one home of that rule for every provider's video calls.
+ */
+export async function orWhenNotFound<T, U>(call: Promise<T>, onNotFound: () => U): Promise<T | U> {
+  try {
+    return await call;
+  } catch (err) {
+    if (err instanceof ProviderError && err.upstreamStatus === 404) return onNotFound();
+    throw err;
+  }
 }
 
 export const NOT_FOUND_STATUS: VideoStatus = {
   state: 'failed',
   failure: { reason: 'not_found', message: 'The provider no longer knows this video job' },
 };
+
+/** `GET {base}{path}`, the job's answer read by `read`; a 404 is the answer `failed/not_found`. */
+export function getVideoStatus(
+  ctx: ProviderContext,
+  path: string,
+  opts: CallOptions | undefined,
+  read: (answer: unknown) => VideoStatus,
+): Promise<VideoStatus> {
+  const answer = ctx.http.json({ method: 'GET', url: ctx.url(path), timeoutMs: deadline(ctx, 'videoMs', opts), options: opts });
+  return orWhenNotFound(answer.then(read), () => NOT_FOUND_STATUS);
+}
 
 export function videoNotFound(ctx: ProviderContext): ProviderError {
   return new ProviderError('not_found', 'The provider no longer has this video', {

@@ -126,6 +126,9 @@ describe('google: Veo videos', () => {
     const whole = await google.downloadVideo!(providerJobId, undefined, undefined);
     expect(whole.status).toBe(200);
     expect(Buffer.concat(await collect(whole.body)).subarray(4, 8).toString()).toBe('ftyp');
+    // A file the provider no longer has (its 404) is the answer not_found.
+    const gone = done.contentRef!.replace(/files\/[^:/?]+/, 'files/unknown');
+    await expect(google.downloadVideo!(providerJobId, gone, undefined)).rejects.toMatchObject({ code: 'not_found', retryable: false });
   });
 
   it.each([

@@ -1,8 +1,8 @@
-import { malformed } from '../errors.ts';
-import { isRecord, numberField, pick } from '../json.ts';
+import { pick } from '../json.ts';
 import type { JsonRecord } from '../json.ts';
-import { deadline, unsupported } from '../provider-context.ts';
+import { unsupported } from '../provider-context.ts';
 import type { ProviderContext } from '../provider-context.ts';
+import { postTokenCount } from '../token-count.ts';
 import type { CallOptions, TextDialect } from '../types.ts';
 import { ANTHROPIC_PATHS } from './api.ts';
 
@@ -17,14 +17,5 @@ export async function countTokens(
   opts?: CallOptions,
 ): Promise<number> {
   if (dialect !== 'messages') throw unsupported(ctx, `token counting for ${dialect} bodies`);
-  const answer = await ctx.http.json({
-    method: 'POST',
-    url: ctx.url(ANTHROPIC_PATHS.countTokens),
-    json: pick(body, COUNT_TOKENS_FIELDS),
-    timeoutMs: deadline(ctx, 'listMs', opts),
-    options: opts,
-  });
-  const tokens = isRecord(answer) ? numberField(answer, 'input_tokens') : undefined;
-  if (tokens === undefined) throw malformed(ctx.name, 'the token count has no input_tokens');
-  return tokens;
+  return postTokenCount(ctx, ANTHROPIC_PATHS.countTokens, pick(body, COUNT_TOKENS_FIELDS), 'input_tokens', opts);
 }

@@ -1,8 +1,8 @@
-import { malformed } from '../errors.ts';
-import { isRecord, numberField, pick } from '../json.ts';
+import { pick } from '../json.ts';
 import type { JsonRecord } from '../json.ts';
-import { deadline, requireModel, unsupported } from '../provider-context.ts';
+import { requireModel, unsupported } from '../provider-context.ts';
 import type { ProviderContext } from '../provider-context.ts';
+import { postTokenCount } from '../token-count.ts';
 import type { CallOptions, TextDialect } from '../types.ts';
 import { GOOGLE_PATHS } from './api.ts';
 
@@ -30,14 +30,5 @@ export async function countTokens(
 ): Promise<number> {
   if (dialect !== 'gemini') throw unsupported(ctx, `token counting for ${dialect} bodies`);
   const model = requireModel(ctx, body);
-  const answer = await ctx.http.json({
-    method: 'POST',
-    url: ctx.url(GOOGLE_PATHS.countTokens(model)),
-    json: countTokensBody(model, body),
-    timeoutMs: deadline(ctx, 'listMs', opts),
-    options: opts,
-  });
-  const tokens = isRecord(answer) ? numberField(answer, 'totalTokens') : undefined;
-  if (tokens === undefined) throw malformed(ctx.name, 'the token count has no totalTokens');
-  return tokens;
+  return postTokenCount(ctx, GOOGLE_PATHS.countTokens(model), countTokensBody(model, body), 'totalTokens', opts);
 }

@@ -4,7 +4,7 @@ import type { JsonRecord } from '../json.ts';
 import { deadline } from '../provider-context.ts';
 import type { ProviderContext } from '../provider-context.ts';
 import type { CallOptions, ImageBytes, VideoDownload, VideoRequest, VideoStatus } from '../types.ts';
-import { NOT_FOUND_STATUS, SAFETY_CODES, isUpstreamNotFound, videoNotFound } from '../video-common.ts';
+import { NOT_FOUND_STATUS, SAFETY_CODES, getVideoStatus, orWhenNotFound, videoNotFound } from '../video-common.ts';
 import { GOOGLE_PATHS, isSafeOperationName } from './api.ts';
 
 function imageInput(image: ImageBytes): JsonRecord {
@@ -63,30 +63,23 @@ function finishedStatus(ctx: ProviderContext, operation: JsonRecord): VideoStatu
 /** `GET {base}/{operationName}`; not done yet is `running` (Veo has no separate queue state). */
 export async function getVideo(ctx: ProviderContext, name: string, opts?: CallOptions): Promise<VideoStatus> {
   if (!isSafeOperationName(name)) return NOT_FOUND_STATUS;
-  let answer: unknown;
-  try {
-    answer = await ctx.http.json({
-      method: 'GET',
-      url: ctx.url(GOOGLE_PATHS.operation(name)),
-      timeoutMs: deadline(ctx, 'videoMs', opts),
-      options: opts,
-    });
-  } catch (err) {
-    if (isUpstreamNotFound(err)) return NOT_FOUND_STATUS;
-    throw err;
-  }
-  if (!isRecord(answer)) throw malformed(ctx.name, 'the operation is not an object');
-  return answer['done'] === true ? finishedStatus(ctx, answer) : { state: 'running' };
+  return getVideoStatus(ctx, GOOGLE_PATHS.operation(name), opts, (answer) => {
+    if (!isRecord(answer)) throw malformed(ctx.name, 'the operation is not an object');
+    return answer['done'] === true ? finishedStatus(ctx, answer) : { state: 'running' };
+  });
 }
 
 /** `POST {base}/{operation}:cancel`: stops a long-running generation; an unknown one is already stopped. */
 export async function cancelVideo(ctx: ProviderContext, name: string, opts?: CallOptions): Promise<void> {
   if (!isSafeOperationName(name)) return;
-  await ctx.http
-    .json({ method: 'POST', url: ctx.url(`${GOOGLE_PATHS.operation(name)}:cancel`), json: {}, timeoutMs: deadline(ctx, 'videoMs', opts), options: opts })
-    .catch((err: unknown) => {
-      if (!isUpstreamNotFound(err)) throw err;
-    });
+  const call = ctx.http.json({
+    method: 'POST',
+    url: ctx.url(`${GOOGLE_PATHS.operation(name)}:cancel`),
+    json: {},
+    timeoutMs: deadline(ctx, 'videoMs', opts),
+    options: opts,
+  });
+  await orWhenNotFound(call, () => undefined);
 }
 
 /**
@@ -109,17 +102,15 @@ export async function downloadVideo(
     throw malformed(ctx.name, 'the video URI is not a URL');
   }
   if (target.origin !== new URL(ctx.url('/')).origin) throw malformed(ctx.name, 'the video URI is not on the provider host');
-  try {
-    return await ctx.http.download({
-      method: 'GET',
-      url: target.toString(),
-      headers: { accept: 'video/mp4', ...(range === undefined ? {} : { range }) },
-      timeoutMs: deadline(ctx, 'videoMs', opts),
-      idleMs: ctx.timeouts.videoMs,
-      options: opts,
-    });
-  } catch (err) {
-    if (isUpstreamNotFound(err)) throw videoNotFound(ctx);
-    throw err;
-  }
+  const download = ctx.http.download({
+    method: 'GET',
+    url: target.toString(),
+    headers: { accept: 'video/mp4', ...(range === undefined ? {} : { range }) },
+    timeoutMs: deadline(ctx, 'videoMs', opts),
+    idleMs: ctx.timeouts.videoMs,
+    options: opts,
+  });
+  return orWhenNotFound(download, () => {
+    throw videoNotFound(ctx);
+  });
 }

@@ -1,8 +1,8 @@
-import { malformed } from '../errors.ts';
-import { isRecord, numberField, pick } from '../json.ts';
+import { pick } from '../json.ts';
 import type { JsonRecord } from '../json.ts';
-import { deadline, unsupported } from '../provider-context.ts';
+import { unsupported } from '../provider-context.ts';
 import type { ProviderContext } from '../provider-context.ts';
+import { postTokenCount } from '../token-count.ts';
 import type { CallOptions, TextDialect } from '../types.ts';
 import { OPENAI_PATHS } from './api.ts';
 import { chatAsInputTokensBody } from './chat-as-input.ts';
@@ -36,14 +36,5 @@ export async function countTokens(
 ): Promise<number> {
   const build = BODY_BUILDERS[dialect];
   if (build === undefined) throw unsupported(ctx, `token counting for ${dialect} bodies`);
-  const answer = await ctx.http.json({
-    method: 'POST',
-    url: ctx.url(OPENAI_PATHS.responsesInputTokens),
-    json: build(body),
-    timeoutMs: deadline(ctx, 'listMs', opts),
-    options: opts,
-  });
-  const tokens = isRecord(answer) ? numberField(answer, 'input_tokens') : undefined;
-  if (tokens === undefined) throw malformed(ctx.name, 'the token count has no input_tokens');
-  return tokens;
+  return postTokenCount(ctx, OPENAI_PATHS.responsesInputTokens, build(body), 'input_tokens', opts);
 }

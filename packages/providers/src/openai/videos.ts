@@ -5,7 +5,7 @@ import { isRecord, recordField, stringField } from '../json.ts';
 import { deadline, unsupported } from '../provider-context.ts';
 import type { ProviderContext } from '../provider-context.ts';
 import type { CallOptions, VideoDownload, VideoRequest, VideoStatus } from '../types.ts';
-import { NOT_FOUND_STATUS, SAFETY_CODES, isSafeJobId, isUpstreamNotFound, videoNotFound } from '../video-common.ts';
+import { NOT_FOUND_STATUS, SAFETY_CODES, getVideoStatus, isSafeJobId, orWhenNotFound, videoNotFound } from '../video-common.ts';
 import { OPENAI_PATHS } from './api.ts';
 
 /** Sora takes a pixel size; these are its landscape and portrait 720p sizes. */
@@ -66,24 +66,14 @@ function failureOf(ctx: ProviderContext, video: Record<string, unknown>): VideoS
 /** `GET {base}/videos/{id}`; a 404 is the answer `failed/not_found`. */
 export async function getVideo(ctx: ProviderContext, id: string, opts?: CallOptions): Promise<VideoStatus> {
   if (!isSafeJobId(id)) return NOT_FOUND_STATUS;
-  let answer: unknown;
-  try {
-    answer = await ctx.http.json({
-      method: 'GET',
-      url: ctx.url(OPENAI_PATHS.video(id)),
-      timeoutMs: deadline(ctx, 'videoMs', opts),
-      options: opts,
-    });
-  } catch (err) {
-    if (isUpstreamNotFound(err)) return NOT_FOUND_STATUS;
-    throw err;
-  }
-  const state = isRecord(answer) ? STATE_BY_STATUS[stringField(answer, 'status') ?? ''] : undefined;
-  if (!isRecord(answer) || state === undefined) throw malformed(ctx.name, 'the video job has no known status');
-  if (state === 'failed') return { state, failure: failureOf(ctx, answer) };
-  if (state !== 'completed') return { state };
-  const seconds = Number(answer['seconds']);
-  return Number.isFinite(seconds) && seconds > 0 ? { state, actualDurationSeconds: seconds } : { state };
+  return getVideoStatus(ctx, OPENAI_PATHS.video(id), opts, (answer) => {
+    const state = isRecord(answer) ? STATE_BY_STATUS[stringField(answer, 'status') ?? ''] : undefined;
+    if (!isRecord(answer) || state === undefined) throw malformed(ctx.name, 'the video job has no known status');
+    if (state === 'failed') return { state, failure: failureOf(ctx, answer) };
+    if (state !== 'completed') return { state };
+    const seconds = Number(answer['seconds']);
+    return Number.isFinite(seconds) && seconds > 0 ? { state, actualDurationSeconds: seconds } : { state };
+  });
 }
 
 /** `GET {base}/videos/{id}/content`, `Range` passed through. */
@@ -94,25 +84,22 @@ export async function downloadVideo(
   opts?: CallOptions,
 ): Promise<VideoDownload> {
   if (!isSafeJobId(id)) throw videoNotFound(ctx);
-  try {
-    return await ctx.http.download({
-      method: 'GET',
-      url: ctx.url(OPENAI_PATHS.videoContent(id)),
-      headers: { accept: 'video/mp4', ...(range === undefined ? {} : { range }) },
-      timeoutMs: deadline(ctx, 'videoMs', opts),
-      idleMs: ctx.timeouts.videoMs,
-      options: opts,
-    });
-  } catch (err) {
-    if (isUpstreamNotFound(err)) throw videoNotFound(ctx);
-    throw err;
-  }
+  const download = ctx.http.download({
+    method: 'GET',
+    url: ctx.url(OPENAI_PATHS.videoContent(id)),
+    headers: { accept: 'video/mp4', ...(range === undefined ? {} : { range }) },
+    timeoutMs: deadline(ctx, 'videoMs', opts),
+    idleMs: ctx.timeouts.videoMs,
+    options: opts,
+  });
+  return orWhenNotFound(download, () => {
+    throw videoNotFound(ctx);
+  });
 }
 
 /** `DELETE {base}/videos/{id}`: stops and removes the job; an unknown job is already gone. */
 export async function cancelVideo(ctx: ProviderContext, id: string, opts?: CallOptions): Promise<void> {
   if (!isSafeJobId(id)) throw videoNotFound(ctx);
-  await ctx.http.json({ method: 'DELETE', url: ctx.url(OPENAI_PATHS.video(id)), timeoutMs: deadline(ctx, 'videoMs', opts), options: opts }).catch((err: unknown) => {
-    if (!isUpstreamNotFound(err)) throw err;
-  });
+  const call = ctx.http.json({ method: 'DELETE', url: ctx.url(OPENAI_PATHS.video(id)), timeoutMs: deadline(ctx, 'videoMs', opts), options: opts });
+  await orWhenNotFound(call, () => undefined);
 }
