@@ -183,7 +183,7 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
   });
 
   it('the billing guard refuses, whatever page asks: a call the role lacks, another account, another member\'s key, any other method', async () => {
-    const me = { memberId: randomUUID(), accountId: account, email: 'd@example.com', timeZone: null };
+    const me = { memberId: randomUUID(), accountId: account, email: 'd@example.com', timeZone: null, totpMissing: false };
     const theirs = billing.addKey(account, 'theirs');
     const mine = billing.addKey(account, 'mine');
     const creators = new Map([[mine.id, me.memberId]]);

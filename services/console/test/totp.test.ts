@@ -111,4 +111,42 @@ describe('two-step sign-in (TOTP) and re-authentication before creating a key', 
     expect((await browser.post('/keys', { csrf_token: browser.csrf(), name: 'x', expires_at: '', reauth_password: 'not my password' })).statusCode).toBe(400);
     expect((await browser.post('/keys', { csrf_token: browser.csrf(), name: 'x', expires_at: '', reauth_password: PASSWORD })).statusCode).toBe(303);
   });
+
+  it("an owner may require two-step sign-in of every member: until a member sets it up, only their account page opens", async () => {
+    const acct = randomUUID();
+    billing.addAccount(acct, 'Strict');
+    const make = async (role: 'owner' | 'developer') => {
+      const email = `${role}-${randomUUID()}@example.com`;
+      const { memberId } = await members.create(acct, email, role);
+      await members.setPasswordWithToken((await members.issueSetPasswordToken(memberId)).token, PASSWORD);
+      return { email, memberId, ...(await signIn(email)) };
+    };
+    const owner = await make('owner');
+    const dev = await make('developer');
+    await owner.browser.get('/members');
+    // The owner needs it on themselves first.
+    expect((await owner.browser.post('/members/require-totp', { csrf_token: owner.browser.csrf(), require_totp: 'yes' })).statusCode).toBe(400);
+    await owner.browser.get('/account');
+    const secret = /<code id="totp-secret">([A-Z2-7]+)<\/code>/.exec((await owner.browser.post('/account/totp/start', { csrf_token: owner.browser.csrf() })).body)![1]!;
+    clock.advance(30_000);
+    await owner.browser.post('/account/totp/confirm', { csrf_token: owner.browser.csrf(), code: codes.code(secret, clock.ms) });
+    await owner.browser.get('/members');
+    // A developer cannot change the requirement (not even an admin: owners only).
+    await dev.browser.get('/account');
+    expect((await dev.browser.post('/members/require-totp', { csrf_token: dev.browser.csrf(), require_totp: 'no' })).statusCode).toBe(403);
+    expect((await owner.browser.post('/members/require-totp', { csrf_token: owner.browser.csrf(), require_totp: 'yes' })).headers.location).toBe('/account?done=require-totp-on');
+
+    // The developer, without it, is sent to the account page; forms elsewhere are refused.
+    expect((await dev.browser.get('/keys')).headers.location).toBe('/account?done=totp-required');
+    expect((await dev.browser.get('/usage')).statusCode).toBe(303);
+    const accountPage = await dev.browser.get('/account?done=totp-required');
+    expect(accountPage.statusCode).toBe(200);
+    expect(accountPage.body).toContain('This account requires two-step sign-in.');
+    expect((await dev.browser.post('/keys', { csrf_token: dev.browser.csrf(), name: 'no', expires_at: '' })).statusCode).toBe(403);
+    await dev.browser.get('/account');
+    const devSecret = /<code id="totp-secret">([A-Z2-7]+)<\/code>/.exec((await dev.browser.post('/account/totp/start', { csrf_token: dev.browser.csrf() })).body)![1]!;
+    await dev.browser.post('/account/totp/confirm', { csrf_token: dev.browser.csrf(), code: codes.code(devSecret, clock.ms) });
+    expect((await dev.browser.get('/keys')).statusCode).toBe(200);
+    expect((await owner.browser.get('/members')).body).toMatch(/Required: a member without it/);
+  });
 });

@@ -19,6 +19,8 @@ export interface SessionMember {
   memberId: string;
   /** Read at every request: a role changed by an owner applies at the member's next request. */
   role: Role;
+  /** The account's owners require two-step sign-in and this member has not set it up yet. */
+  totpMissing: boolean;
   accountId: string;
   email: string;
   timeZone: string | null;
@@ -46,6 +48,7 @@ const TOUCH_EVERY_MS = 60_000;
 
 interface SessionRow {
   member_id: string;
+  totp_missing: boolean;
   authenticated_at: Date;
   role: Role;
   account_id: string;
@@ -124,8 +127,11 @@ export class Sessions {
     const idHash = this.idHash(cookieValue);
     const em = this.#orm.em.fork();
     const rows = await em.execute<SessionRow[]>(
-      `select s.member_id, s.last_seen_at, s.expires_at, s.authenticated_at, m.account_id, m.email, m.time_zone, m.role
-         from session s join member m on m.id = s.member_id where s.id_hash = ?`,
+      `select s.member_id, s.last_seen_at, s.expires_at, s.authenticated_at, m.account_id, m.email, m.time_zone, m.role,
+              (m.totp_secret is null and coalesce(a.require_totp, false)) as totp_missing
+         from session s join member m on m.id = s.member_id
+         left join account_security a on a.account_id = m.account_id
+        where s.id_hash = ?`,
       [idHash],
     );
     const row = rows[0];
@@ -139,7 +145,7 @@ export class Sessions {
     if (now - lastSeen >= TOUCH_EVERY_MS) {
       await em.execute('update session set last_seen_at = ? where id_hash = ?', [new Date(now), idHash]);
     }
-    return { idHash, authenticatedAt: new Date(row.authenticated_at), member: { memberId: row.member_id, role: row.role, accountId: row.account_id, email: row.email, timeZone: row.time_zone } };
+    return { idHash, authenticatedAt: new Date(row.authenticated_at), member: { memberId: row.member_id, role: row.role, totpMissing: row.totp_missing, accountId: row.account_id, email: row.email, timeZone: row.time_zone } };
   }
 
   /** The member proved who they are again in this session. */

@@ -65,6 +65,8 @@ export interface MemberListing {
   role: Role;
   /** False until the member has set a password from their invitation. */
   active: boolean;
+  /** Two-step sign-in on. */
+  totp: boolean;
   createdAt: Date;
 }
 
@@ -263,12 +265,12 @@ export class Members {
 
   /** The members of an account, owners first, then by address. */
   async list(accountId: string): Promise<MemberListing[]> {
-    const rows = await this.#orm.em.fork().execute<{ id: string; email: string; role: Role; has_password: boolean; created_at: Date }[]>(
-      `select id, email, role, password_hash is not null as has_password, created_at from member where account_id = ?
+    const rows = await this.#orm.em.fork().execute<{ id: string; email: string; role: Role; has_password: boolean; has_totp: boolean; created_at: Date }[]>(
+      `select id, email, role, password_hash is not null as has_password, totp_secret is not null as has_totp, created_at from member where account_id = ?
         order by array_position(array['owner', 'admin', 'developer', 'viewer'], role), email`,
       [accountId],
     );
-    return rows.map((r) => ({ memberId: r.id, email: r.email, role: r.role, active: r.has_password, createdAt: new Date(r.created_at) }));
+    return rows.map((r) => ({ memberId: r.id, email: r.email, role: r.role, active: r.has_password, totp: r.has_totp, createdAt: new Date(r.created_at) }));
   }
 
   /**
@@ -325,6 +327,20 @@ export class Members {
   async keyCreator(keyId: string): Promise<string | null> {
     const rows = await this.#orm.em.fork().execute<{ member_id: string }[]>('select member_id from key_creator where key_id = ?', [keyId]);
     return rows[0]?.member_id ?? null;
+  }
+
+  /** Whether the account's owners require two-step sign-in of every member. */
+  async requiresTotp(accountId: string): Promise<boolean> {
+    const rows = await this.#orm.em.fork().execute<{ require_totp: boolean }[]>('select require_totp from account_security where account_id = ?', [accountId]);
+    return rows[0]?.require_totp ?? false;
+  }
+
+  async setRequireTotp(accountId: string, required: boolean): Promise<void> {
+    await this.#orm.em.fork().execute(
+      `insert into account_security (account_id, require_totp, updated_at) values (?, ?, ?)
+       on conflict (account_id) do update set require_totp = excluded.require_totp, updated_at = excluded.updated_at`,
+      [accountId, required, this.#now()],
+    );
   }
 
   /** Whether the member has two-step sign-in (TOTP) on. */

@@ -38,6 +38,12 @@ export function requireMember(app: FastifyInstance, deps: RouteDeps): void {
       request.log.warn({ member: session.member.memberId, role: session.member.role, needs }, 'refused: the role does not allow it');
       return reply.code(403).type('text/html; charset=utf-8').send(forbiddenPage(session.member.role).value);
     }
+    // The account's owners require two-step sign-in: until the member sets it up, only their own
+    // account page (where they set it up) and signing out are open.
+    if (session.member.totpMissing && needs !== 'self') {
+      if (READ_ONLY.has(request.method)) return reply.redirect('/account?done=totp-required', 303);
+      return reply.code(403).type('text/html; charset=utf-8').send(messagePage('Two-step sign-in required', 'This account requires two-step sign-in. Set it up on your account page first.').value);
+    }
     // Every billing call of this request goes through the role check too.
     request.billing = guardedBilling(deps.billing, session.member, (keyId) => deps.members.keyCreator(keyId));
   });

@@ -30,11 +30,11 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
 
   const show = async (request: FastifyRequest, reply: FastifyReply, extra: { notice?: Notice | undefined; invited?: InvitedLink; email?: string }, status = 200) => {
     const ctx = await viewerFor(request, deps);
-    const members = await deps.members.list(ctx.member.accountId);
+    const [members, requireTotp] = await Promise.all([deps.members.list(ctx.member.accountId), deps.members.requiresTotp(ctx.member.accountId)]);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
-      .send(membersPage({ viewer: ctx.viewer, members, memberId: ctx.member.memberId, ...extra }).value);
+      .send(membersPage({ viewer: ctx.viewer, members, memberId: ctx.member.memberId, requireTotp, ...extra }).value);
   };
 
   /** The member of the path, when it is one of this account's and the asker may manage their role. */
@@ -74,6 +74,19 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     const invited: InvitedLink = { email: email.trim().toLowerCase(), role, url: setPasswordUrl(deps.linkOrigin(), link.token), expiresAt: link.expiresAt.toISOString() };
     flash.write(reply, request.memberSession!.idHash, invited);
     return reply.redirect('/members', 303);
+  });
+
+  /** Owners only: require two-step sign-in of every member (an owner who has it on themselves). */
+  app.post('/members/require-totp', config, async (request, reply) => {
+    const { member } = request.memberSession!;
+    if (member.role !== 'owner') return show(request, reply, { notice: { kind: 'error', text: 'Only an owner can change what sign-in requires.' } }, 403);
+    const required = formField(request.body, 'require_totp', 8) === 'yes';
+    if (required && !(await deps.members.totpEnabled(member.memberId))) {
+      return show(request, reply, { notice: { kind: 'error', text: 'Turn on your own two-step sign-in first (account page).' } }, 400);
+    }
+    await deps.members.setRequireTotp(member.accountId, required);
+    request.log.info({ member: member.memberId, required }, 'two-step sign-in requirement changed');
+    return reply.redirect(`/account?done=${required ? 'require-totp-on' : 'require-totp-off'}`, 303);
   });
 
   app.post<{ Params: { id: string } }>('/members/:id/role', config, async (request, reply) => {

@@ -31,7 +31,7 @@ function roleOptions(viewer: Viewer, selected: Role): SafeHtml[] {
   );
 }
 
-export function membersPage(opts: { viewer: Viewer; members: MemberListing[]; memberId: string; invited?: InvitedLink | undefined; notice?: Notice | undefined; email?: string }): SafeHtml {
+export function membersPage(opts: { viewer: Viewer; members: MemberListing[]; memberId: string; requireTotp: boolean; invited?: InvitedLink | undefined; notice?: Notice | undefined; email?: string }): SafeHtml {
   const { viewer } = opts;
   const body = html`<h1>Members</h1>
 ${opts.invited ? invitedBox(opts.invited) : ''}
@@ -40,7 +40,7 @@ ${opts.invited ? invitedBox(opts.invited) : ''}
   <p>${Object.values(ROLE_LABEL).join('. ')}. An account always keeps one owner.</p>
   ${tableScroll('Members', html`<table class="striped members-table">
     <caption class="visually-hidden">Members of this account</caption>
-    <thead><tr><th scope="col">E-mail</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Added</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <thead><tr><th scope="col">E-mail</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Two-step</th><th scope="col">Added</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
     <tbody>${opts.members.map((m) => {
       const manageable = mayAssign(viewer.role, m.role) && m.memberId !== opts.memberId;
       return html`<tr data-member-id="${m.memberId}">
@@ -54,6 +54,7 @@ ${opts.invited ? invitedBox(opts.invited) : ''}
           : m.role
       }</td>
       <td>${m.active ? 'Active' : 'Invited (no password yet)'}</td>
+      <td>${m.totp ? 'On' : 'Off'}</td>
       <td><time datetime="${m.createdAt.toISOString()}">${formatTime(BigInt(m.createdAt.getTime()), viewer.timeZone)}</time></td>
       <td>${
         manageable
@@ -63,6 +64,19 @@ ${opts.invited ? invitedBox(opts.invited) : ''}
       }</td>
     </tr>`;
     })}</tbody></table>`)}
+</section>
+<section aria-labelledby="require-heading">
+  <h2 id="require-heading">Two-step sign-in for everyone</h2>
+  <p>${opts.requireTotp ? 'Required: a member without it can only open their account page, to set it up.' : 'Not required: each member chooses.'}</p>
+  ${
+    viewer.role === 'owner'
+      ? html`<form method="post" action="/members/require-totp">
+    ${csrfField(viewer.csrf)}
+    <input type="hidden" name="require_totp" value="${opts.requireTotp ? 'no' : 'yes'}">
+    <button type="submit" class="secondary">${opts.requireTotp ? 'Stop requiring two-step sign-in' : 'Require two-step sign-in of every member'}</button>
+  </form>`
+      : html`<p class="muted">Only an owner can change this.</p>`
+  }
 </section>
 <section aria-labelledby="invite-heading">
   <h2 id="invite-heading">Invite a member</h2>

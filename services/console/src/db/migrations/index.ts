@@ -4,6 +4,7 @@ import { Migration003LinkPurposesNotices } from './migration-003-link-purposes-n
 import { Migration004Roles } from './migration-004-roles.ts';
 import { Migration005SessionDevices } from './migration-005-session-devices.ts';
 import { Migration006Totp } from './migration-006-totp.ts';
+import { Migration007AccountSecurity } from './migration-007-account-security.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const consoleMigrations = [
@@ -13,4 +14,5 @@ export const consoleMigrations = [
   { name: 'Migration004Roles', class: Migration004Roles },
   { name: 'Migration005SessionDevices', class: Migration005SessionDevices },
   { name: 'Migration006Totp', class: Migration006Totp },
+  { name: 'Migration007AccountSecurity', class: Migration007AccountSecurity },
 ];
