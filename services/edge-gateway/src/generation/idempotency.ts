@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { GatewayError } from '@gw/errors';
+import canonicalize from 'canonicalize';
 
 /** The request header of spec 7.3 (Node lower-cases header names). */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -22,23 +23,22 @@ export function idempotencyKeyOf(headers: Record<string, string | string[] | und
   return value;
 }
 
-/** JSON with object keys sorted at every level, so key order and whitespace do not change the hash. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.keys(value)
-      .sort()
-      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 /**
- * SHA-256 of the parsed request body in canonical form: a retry of the same request matches
- * however its JSON was laid out; any change of a value does not.
+ * SHA-256 of the parsed request body in its RFC 8785 canonical form (JCS: keys sorted at every
+ * level, ECMAScript numbers and strings): a retry of the same request matches however its JSON was
+ * laid out; any change of a value does not. For parsed JSON this is byte for byte the form hashed
+ * before JCS was used, so claims stored earlier still compare.
  */
 export function bodyHash(body: unknown): Buffer {
-  return createHash('sha256').update(canonicalJson(body)).digest();
+  let canonical: string | undefined;
+  try {
+    canonical = canonicalize(body);
+  } catch {
+    // JCS has no form for a string that is not Unicode text (a lone surrogate such as "\ud800").
+    throw new GatewayError(
+      'invalid_request',
+      'A request sent with an Idempotency-Key must hold only well-formed Unicode text: a string has an unpaired surrogate escape (\\uD800 to \\uDFFF). Send the character whole, or drop the escape.',
+    );
+  }
+  return createHash('sha256').update(canonical ?? 'null').digest();
 }
