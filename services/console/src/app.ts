@@ -80,7 +80,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   registerAssets(app);
 
   await app.register(loginRoutes, routeDeps);
-  await app.register(adminRoutes, routeDeps);
+  // The operator's endpoints, unless they are served on a port of their own (`buildAdminApp`).
+  if (!deps.adminOnOwnPort) await app.register(adminRoutes, routeDeps);
   // Everything else requires a session; state-changing requests also a CSRF token and our Origin.
   await app.register(async (member) => {
     requireMember(member, routeDeps);
@@ -92,5 +93,31 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     await member.register(accountRoutes, routeDeps);
     await member.register(membersRoutes, routeDeps);
   });
+  return app;
+}
+
+/**
+ * The operator's endpoints (`/internal/*`) alone, for a port of their own (`CONSOLE_ADMIN_PORT`):
+ * a port no ingress routes to, so the members' host never serves them at all.
+ */
+export async function buildAdminApp(deps: ConsoleDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+  });
+  const routeDeps: RouteDeps = {
+    ...deps,
+    cookies: cookieSettings(deps.secureCookies),
+    now: deps.now ?? (() => new Date()),
+    originOf: (request) => deps.publicOrigin ?? `${request.protocol}://${request.host}`,
+  };
+  app.decorateRequest('memberSession', null);
+  registerSecurityHeaders(app, deps.publicOrigin);
+  registerErrorPages(app);
+  app.addHook('onResponse', accessLog<FastifyRequest, FastifyReply>(() => ({})));
+  await app.register(adminRoutes, routeDeps);
   return app;
 }

@@ -27,6 +27,12 @@ const schema = z.object({
    * off (compose passes an empty value when the operator set none).
    */
   CONSOLE_ADMIN_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32, 'must be at least 32 characters').optional()),
+  /**
+   * A port of their own for the operator endpoints (`/internal/*`, used by `pnpm admin user` and
+   * `member`), on CONSOLE_HOST: then the pages' port does not serve them at all. Unset: beside
+   * the pages (answering direct connections only).
+   */
+  CONSOLE_ADMIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Only for local plain-http runs: drops the `Secure` cookie attribute. */
   CONSOLE_INSECURE_COOKIES: envBool(false),
   /**

@@ -26,6 +26,8 @@ export interface ConsoleDeps {
   secureCookies: boolean;
   /** Bearer token of `/internal/*`; undefined turns those routes off. */
   adminToken: string | undefined;
+  /** `/internal/*` is served by `buildAdminApp` on a port of its own, not beside the pages. */
+  adminOnOwnPort?: boolean;
   /** Fastify's `trustProxy`: none, or which proxies (see `CONSOLE_TRUST_PROXY`). */
   trustProxy: false | string[];
   /** Most keys (not revoked) an account may have; creating another is refused. */

@@ -1,6 +1,6 @@
 import { billingV1, catalogV1, createClient } from '@gw/contracts';
 import { createLogger, onShutdown, runMigrations, startTelemetry, writeReadyFile } from '@gw/service-kit';
-import { buildApp } from './app.ts';
+import { buildAdminApp, buildApp } from './app.ts';
 import { startHousekeeping } from './auth/housekeeping.ts';
 import { Hmac } from './auth/secrets.ts';
 import { Sessions } from './auth/sessions.ts';
@@ -48,7 +48,7 @@ const stopHousekeeping = startHousekeeping(
 let ready = false;
 /** The origin of the address listened on (the port is known once listening): links when no public URL is set. */
 let listening = listenOrigin(config.CONSOLE_HOST, config.CONSOLE_PORT);
-const app = await buildApp({
+const deps = {
   billing,
   catalog,
   sessions,
@@ -60,13 +60,20 @@ const app = await buildApp({
   linkOrigin: () => publicOrigin ?? listening,
   secureCookies: !config.CONSOLE_INSECURE_COOKIES,
   adminToken: config.CONSOLE_ADMIN_TOKEN,
+  adminOnOwnPort: config.CONSOLE_ADMIN_PORT !== undefined,
   trustProxy: config.CONSOLE_TRUST_PROXY,
   maxKeysPerAccount: config.CONSOLE_MAX_KEYS_PER_ACCOUNT,
   isReady: () => ready,
-});
+};
+const app = await buildApp(deps);
+const adminApp = config.CONSOLE_ADMIN_PORT === undefined ? undefined : await buildAdminApp(deps);
 if (config.CONSOLE_INSECURE_COOKIES) logger.warn('CONSOLE_INSECURE_COOKIES=true: cookies are sent over plain http (local use only)');
 const address = await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
 listening = listenOrigin(config.CONSOLE_HOST, (app.server.address() as { port: number }).port);
+if (adminApp) {
+  const adminAddress = await adminApp.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_ADMIN_PORT });
+  logger.info({ url: adminAddress }, 'console operator endpoints listening');
+}
 ready = true;
 const url = address.replace('[::1]', '127.0.0.1');
 logger.info({ url }, 'console listening');
@@ -77,6 +84,9 @@ onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
     ready = false; // readiness drops first so load balancers stop sending
   },
   () => app.close(),
+  async () => {
+    await adminApp?.close();
+  },
   () => stopHousekeeping(),
   () => {
     billing.close();

@@ -51,13 +51,13 @@ export async function insertMember(orm: MikroORM, accountId: string, email: stri
 export async function testApp(
   orm: MikroORM,
   billing: FakeBilling,
-  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy']; maxKeysPerAccount?: number; now?: () => Date } = {},
-): Promise<{ app: FastifyInstance; sessions: Sessions; members: Members }> {
+  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy']; maxKeysPerAccount?: number; now?: () => Date; adminOnOwnPort?: boolean } = {},
+): Promise<{ app: FastifyInstance; sessions: Sessions; members: Members; deps: ConsoleDeps }> {
   const hmac = testHmac();
   const now = opts.now ?? (() => new Date());
   const sessions = new Sessions(orm, hmac, { idleMs: 30 * 60_000, maxMs: 12 * 3600_000 }, now);
   const members = new Members(orm, hmac, sessions, { inviteMs: 72 * 3600_000, resetMs: 3600_000 }, now);
-  const app = await buildApp({
+  const deps: ConsoleDeps = {
     billing: billing.client(),
     catalog: fakeCatalog(),
     sessions,
@@ -71,10 +71,12 @@ export async function testApp(
     linkOrigin: () => TEST_ORIGIN,
     secureCookies: true,
     adminToken: opts.adminToken,
+    adminOnOwnPort: opts.adminOnOwnPort ?? false,
     trustProxy: opts.trustProxy ?? false,
     maxKeysPerAccount: opts.maxKeysPerAccount ?? 100,
     isReady: () => true,
     now,
-  });
-  return { app, sessions, members };
+  };
+  const app = await buildApp(deps);
+  return { app, sessions, members, deps };
 }
