@@ -51,6 +51,8 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- $_ := set $env "STATE_REFRESH_MS" (toString $v.stateRefreshMs) -}}
 {{- $_ := set $env "BODY_BUDGET_BYTES" (toString $v.bodyBudgetBytes) -}}
 {{- $_ := set $env "BODY_BUDGET_PER_ACCOUNT_BYTES" (toString $v.bodyBudgetPerAccountBytes) -}}
+{{- $_ := set $env "HTTP_BODY_IDLE_TIMEOUT_MS" (toString $v.bodyIdleTimeoutMs) -}}
+{{- $_ := set $env "GATEWAY_TRUST_PROXY" (toString $v.trustProxy) -}}
 {{- else if eq .key "text" -}}
 {{- $_ := set $env "BODY_BUDGET_BYTES" (toString $v.bodyBudgetBytes) -}}
 {{- else if eq .key "billing" -}}
