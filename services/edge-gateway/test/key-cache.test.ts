@@ -39,6 +39,26 @@ describe('KeyCache', () => {
     expect(await cache.get(hash)).toBe(revoked); // the stale answer was never cached
     expect(waiting).toHaveLength(2);
   });
+
+  it('re-checks an expired entry once for all requests meanwhile; a clear during it keeps its answer out of the cache', async () => {
+    let now = 0;
+    const { lookup, waiting } = controlledLookup();
+    const cache = new KeyCache(lookup, { ttlMs: 1_000, feedHealthy: true, now: () => now });
+    const first = cache.get(hash);
+    waiting[0]!(record);
+    await first;
+    now = 1_000; // expired: re-checked, and the requests meanwhile join that one lookup
+    const again = Promise.all([cache.get(hash), cache.get(hash), cache.get(hash)]);
+    expect(waiting).toHaveLength(2);
+    cache.clear(); // a NATS reconnect while billing answers
+    const renewed = { ...record, keyId: 'k1-renewed' };
+    waiting[1]!(renewed);
+    expect(await again).toEqual([renewed, renewed, renewed]);
+    const after = cache.get(hash); // not cached: looked up again
+    expect(waiting).toHaveLength(3);
+    waiting[2]!(record);
+    expect(await after).toBe(record);
+  });
 });
 
 const unknown = () => Promise.reject(new GatewayError('auth_invalid', 'The API key does not exist.'));

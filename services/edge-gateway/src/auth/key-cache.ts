@@ -49,6 +49,18 @@ export const KEY_CACHE_DEFAULTS = {
 const MINUTE_MS = 60_000;
 const unknownKey = () => new GatewayError('auth_invalid', 'The API key does not exist.');
 
+/** A looked-up key and when billing's answer came. */
+interface Entry {
+  record: KeyRecord;
+  at: number;
+}
+
+/** What the request that starts a lookup gives it: the key's hash and the client's address. */
+interface LookupContext {
+  hash: Buffer;
+  address: string;
+}
+
 /**
  * Caches key lookups by key hash so that an authenticated request costs no billing round trip.
  *
@@ -56,14 +68,16 @@ const unknownKey = () => new GatewayError('auth_invalid', 'The API key does not 
  *   and a NATS reconnect clears everything. While the invalidation feed is not healthy (NATS
  *   disconnected or not answering, see `watchInvalidationFeed`), an entry is trusted for one
  *   second only, so a revoked key fails within about a second on every route (fails closed).
- * - Concurrent misses for one key share one lookup.
+ * - Concurrent misses for one key share one lookup (lru-cache's `fetch`). A drop or clear aborts a
+ *   lookup under way: its answer still goes to the requests that asked before, is not cached, and
+ *   no later request joins it (`ignoreFetchAbort`).
  * - Billing's "no such key" is remembered for a few seconds (bounded LRU), and each client address
  *   may cause only so many failed lookups a minute (`rate_limit_exceeded` past it), so random
  *   well-formed keys cannot each cost billing a database read.
  */
 export class KeyCache {
-  readonly #entries = new Map<string, { record: KeyRecord; at: number }>();
-  readonly #pending = new Map<string, Promise<KeyRecord>>();
+  /** Looked-up keys, least recently used forgotten first; how long one is trusted is decided on each read. */
+  readonly #entries: LRUCache<string, Entry, LookupContext>;
   /** Unknown key hashes, to when they are forgotten. */
   readonly #unknown: LRUCache<string, number>;
   /** Failed lookups per client address in its current minute. */
@@ -73,11 +87,8 @@ export class KeyCache {
   readonly #unhealthyTtlMs: number;
   readonly #negativeTtlMs: number;
   readonly #failuresPerMinute: number;
-  readonly #maxEntries: number;
   readonly #now: () => number;
   #feedHealthy: boolean;
-  /** Counts drops and clears: a lookup that a drop overtook is answered but not cached. */
-  #epoch = 0;
 
   constructor(lookup: Lookup, opts: KeyCacheOptions) {
     this.#lookup = lookup;
@@ -85,10 +96,16 @@ export class KeyCache {
     this.#unhealthyTtlMs = Math.min(opts.unhealthyTtlMs ?? KEY_CACHE_DEFAULTS.unhealthyTtlMs, opts.ttlMs);
     this.#negativeTtlMs = opts.negativeTtlMs ?? KEY_CACHE_DEFAULTS.negativeTtlMs;
     this.#failuresPerMinute = opts.failuresPerMinute ?? KEY_CACHE_DEFAULTS.failuresPerMinute;
-    this.#maxEntries = opts.maxEntries ?? 100_000;
     this.#unknown = new LRUCache({ max: opts.maxNegativeEntries ?? KEY_CACHE_DEFAULTS.maxNegativeEntries });
     this.#feedHealthy = opts.feedHealthy ?? false;
     this.#now = opts.now ?? Date.now;
+    this.#entries = new LRUCache<string, Entry, LookupContext>({
+      max: opts.maxEntries ?? 100_000,
+      fetchMethod: (id, expired, { signal, context }) => this.#fetch(id, expired, signal, context),
+      ignoreFetchAbort: true,
+      // A lookup that fails (billing unreachable) leaves an expired entry as it was.
+      noDeleteOnFetchRejection: true,
+    });
   }
 
   get feedHealthy(): boolean {
@@ -115,35 +132,26 @@ export class KeyCache {
       this.#countFailure(address, now);
       throw unknownKey();
     }
-    const inFlight = this.#pending.get(id);
-    if (inFlight) return inFlight;
+    // An expired entry is looked up again; a lookup already under way is joined.
+    const entry = await this.#entries.fetch(id, { forceRefresh: hit !== undefined, context: { hash, address } });
+    if (entry === undefined) throw new Error('key lookup gave no answer'); // the fetch method always answers or throws
+    return entry.record;
+  }
+
+  /** One lookup of billing, started by the request `context` names. */
+  async #fetch(id: string, expired: Entry | undefined, signal: AbortSignal, { hash, address }: LookupContext): Promise<Entry> {
     // A key known to exist (its entry only expired) is re-checked whatever its address did.
-    if (!hit) this.#assertNotThrottled(address, now);
-    const epoch = this.#epoch;
-    const p = this.#lookup(hash)
-      .then((record) => {
-        // A revocation that arrived while billing answered may postdate what it read.
-        if (epoch !== this.#epoch) return record;
-        this.#entries.delete(id);
-        if (this.#entries.size >= this.#maxEntries) {
-          const oldest = this.#entries.keys().next().value;
-          if (oldest !== undefined) this.#entries.delete(oldest);
-        }
-        this.#entries.set(id, { record, at: this.#now() });
-        return record;
-      })
-      .catch((err: unknown) => {
-        if (err instanceof GatewayError && err.code === 'auth_invalid') {
-          if (epoch === this.#epoch) this.#unknown.set(id, this.#now() + this.#negativeTtlMs);
-          this.#countFailure(address, this.#now());
-        }
-        throw err;
-      })
-      .finally(() => {
-        if (this.#pending.get(id) === p) this.#pending.delete(id);
-      });
-    this.#pending.set(id, p);
-    return p;
+    if (!expired) this.#assertNotThrottled(address, this.#now());
+    try {
+      return { record: await this.#lookup(hash), at: this.#now() };
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'auth_invalid') {
+        // A drop or clear while billing answered may postdate what it read.
+        if (!signal.aborted) this.#unknown.set(id, this.#now() + this.#negativeTtlMs);
+        this.#countFailure(address, this.#now());
+      }
+      throw err;
+    }
   }
 
   #countFailure(address: string, now: number): void {
@@ -167,16 +175,12 @@ export class KeyCache {
   /** Forgets a key (revoked or changed): later requests look it up again, none joins a lookup already under way. */
   drop(hash: Uint8Array): void {
     const id = Buffer.from(hash).toString('hex');
-    this.#epoch++;
     this.#entries.delete(id);
-    this.#pending.delete(id);
     this.#unknown.delete(id);
   }
 
   clear(): void {
-    this.#epoch++;
     this.#entries.clear();
-    this.#pending.clear();
     this.#unknown.clear();
   }
 }
