@@ -3,8 +3,12 @@
  * member route names the permission it needs), by the billing guard (every billing call the
  * console makes for a member) and by the pages (what each member is shown).
  *
- * - owner: everything, including members of any role (an account always keeps one owner).
- * - admin: every key, its limits and expiry; usage, activity, balance; members other than owners.
+ * - owner: everything, including members of any role (an account always keeps one owner) and alerts.
+ * - admin: every key, its limits and expiry; usage, activity, balance; members other than owners;
+ *   the audit trail.
+ *
+ * A new page names its permission in its route config; a new billing call the console makes is
+ * added to `billing/guard.ts` with the permission it needs (anything not listed there is refused).
  * - developer: creates keys and manages the keys they created; usage, activity, balance.
  * - viewer: usage, activity and balance only.
  */
@@ -24,14 +28,18 @@ export type Permission =
   | 'balance.view'
   /** Invite members, change roles, remove members (owners: only by an owner). */
   | 'members.manage'
+  /** Low-balance and budget alerts, webhook endpoints and their deliveries (owners). */
+  | 'alerts.manage'
+  /** The account's audit trail (owners and admins). */
+  | 'audit.view'
   /** One's own password, time zone and sessions: every member. */
   | 'self';
 
-export const PERMISSIONS: readonly Permission[] = ['keys.view', 'keys.create', 'keys.manage-all', 'usage.view', 'balance.view', 'members.manage', 'self'];
+export const PERMISSIONS: readonly Permission[] = ['keys.view', 'keys.create', 'keys.manage-all', 'usage.view', 'balance.view', 'members.manage', 'alerts.manage', 'audit.view', 'self'];
 
 const GRANTS: Record<Role, ReadonlySet<Permission>> = {
-  owner: new Set(['keys.view', 'keys.create', 'keys.manage-all', 'usage.view', 'balance.view', 'members.manage', 'self']),
-  admin: new Set(['keys.view', 'keys.create', 'keys.manage-all', 'usage.view', 'balance.view', 'members.manage', 'self']),
+  owner: new Set(['keys.view', 'keys.create', 'keys.manage-all', 'usage.view', 'balance.view', 'members.manage', 'alerts.manage', 'audit.view', 'self']),
+  admin: new Set(['keys.view', 'keys.create', 'keys.manage-all', 'usage.view', 'balance.view', 'members.manage', 'audit.view', 'self']),
   developer: new Set(['keys.view', 'keys.create', 'usage.view', 'balance.view', 'self']),
   viewer: new Set(['usage.view', 'balance.view', 'self']),
 };
