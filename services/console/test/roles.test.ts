@@ -163,10 +163,16 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
   it('operator CLI endpoints: add with a role, list, change a role, remove; an account always keeps one owner', async () => {
     const acct = randomUUID();
     billing.addAccount(acct, 'Gamma');
-    const first = await operator('/internal/members', { account_id: acct, email: `first-${randomUUID()}@example.com`, role: 'owner' });
+    const firstEmail = `first-${randomUUID()}@example.com`;
+    const first = await operator('/internal/members', { account_id: acct, email: firstEmail, role: 'owner' });
     const firstId = first.body.member_id as string;
     const dev = await operator('/internal/members', { account_id: acct, email: `dev-${randomUUID()}@example.com`, role: 'developer' });
     expect((await operator('/internal/members', { account_id: acct, email: `x-${randomUUID()}@example.com`, role: 'emperor' })).status).toBe(400);
+    // Re-adding the only owner (no password yet) with another role would leave no owner: refused.
+    expect(await operator('/internal/members', { account_id: acct, email: firstEmail, role: 'viewer' })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_request', message: 'An account always keeps one owner: make another member owner first.' } },
+    });
     const list = await operator('/internal/members/list', { account_id: acct });
     expect((list.body.members as Array<{ member_id: string; role: string; status: string }>).map((m) => [m.member_id, m.role, m.status])).toEqual([
       [firstId, 'owner', 'invited'],

@@ -130,7 +130,8 @@ export class Members {
     const existing = await this.byEmail(email);
     if (existing) {
       if (existing.account_id === accountId && existing.password_hash === null) {
-        if (existing.role !== role) await this.#orm.em.fork().execute('update member set role = ? where id = ?', [role, existing.id]);
+        // Through setRole: re-inviting the only owner with another role must not leave no owner.
+        if (existing.role !== role) await this.setRole(existing.id, role);
         return { memberId: existing.id, created: false };
       }
       throw new MemberError('exists', 'A member with this e-mail address already exists.');
