@@ -40,7 +40,7 @@ const members = new Members(orm, hmac, sessions, {
 const publicOrigin = config.CONSOLE_PUBLIC_URL ? new URL(config.CONSOLE_PUBLIC_URL).origin : undefined;
 if (!publicOrigin) logger.warn('CONSOLE_PUBLIC_URL is not set: set-password links name the address the console listens on');
 const stopHousekeeping = startHousekeeping(
-  { sessions: () => sessions.sweep(), throttle: () => throttle.sweep(), tokens: () => members.sweepTokens() },
+  { sessions: () => sessions.sweep(), throttle: () => throttle.sweep(), tokens: () => members.sweepTokens(), notices: () => members.sweepNotices() },
   10 * minute,
   logger,
 );

@@ -61,6 +61,13 @@ describe('set-password links and security notices on real Postgres', () => {
     expect(notices[1]?.text).toContain('If you did not ask for it, tell your account owner');
     expect(await members.unseenNotices(memberId)).toBe(0);
     expect((await members.readNotices(memberId)).every((n) => n.seen)).toBe(true);
+    // Read notices are kept half a year, then housekeeping removes them.
+    clock.advance(179 * 24 * 60 * MIN);
+    await members.sweepNotices();
+    expect(await members.readNotices(memberId)).toHaveLength(4);
+    clock.advance(2 * 24 * 60 * MIN);
+    expect(await members.sweepNotices()).toBeGreaterThanOrEqual(4);
+    expect(await members.readNotices(memberId)).toHaveLength(0);
   });
 });
 

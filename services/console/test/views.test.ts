@@ -43,6 +43,10 @@ describe('zoned calendar arithmetic', () => {
     expect(instantOfLocal('2025-01-01T12:00', 'Europe/Berlin')?.toISOString()).toBe('2025-01-01T11:00:00.000Z');
     // 02:30 does not exist on 2025-03-30 in Berlin: resolved just after the gap.
     expect(instantOfLocal('2025-03-30T02:30', 'Europe/Berlin')?.toISOString()).toBe('2025-03-30T01:30:00.000Z');
+    // West of UTC too (the Intl-only arithmetic before @date-fns/tz gave 01:30 EST here, before the gap).
+    expect(instantOfLocal('2026-03-08T02:30', 'America/New_York')?.toISOString()).toBe('2026-03-08T07:30:00.000Z');
+    // 01:30 happens twice on 2026-11-01 in New York: the first one (EDT).
+    expect(instantOfLocal('2026-11-01T01:30', 'America/New_York')?.toISOString()).toBe('2026-11-01T05:30:00.000Z');
     expect(instantOfLocal('2025-02-30T10:00', 'UTC')).toBeNull();
     expect(instantOfLocal('tomorrow', 'UTC')).toBeNull();
   });

@@ -59,6 +59,9 @@ export const NOTICE_TEXT: Record<NoticeKind, string> = {
   'reset-link-issued': 'A password reset link was issued for your sign-in. If you did not ask for it, tell your account owner; your password keeps working until the link is used.',
 };
 
+/** How long a notice the member has read is kept. */
+const NOTICE_KEEP_MS = 180 * 86_400_000;
+
 export interface MemberListing {
   memberId: string;
   email: string;
@@ -395,6 +398,14 @@ export class Members {
       await tx.execute('update member set totp_secret = null, totp_pending = null, totp_last_counter = null where id = ?', [memberId]);
       await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [memberId, 'totp-disabled', this.#now()]);
     });
+  }
+
+  /** Deletes notices read over 180 days ago (housekeeping); unread ones stay until read. */
+  async sweepNotices(): Promise<number> {
+    const res = await this.#orm.em
+      .fork()
+      .execute<QueryResult>('delete from member_notice where seen_at is not null and seen_at <= ?', [new Date(this.#now().getTime() - NOTICE_KEEP_MS)], 'run');
+    return res.affectedRows;
   }
 
   /** Deletes spent and expired set-password tokens (housekeeping). */

@@ -1,51 +1,26 @@
+import { TZDate } from '@date-fns/tz';
+
 /**
- * Calendar arithmetic in an IANA time zone with nothing but Intl: today's date in a zone, and the
- * instant of a wall-clock time there (for `<input type="datetime-local">`, which has no zone).
+ * Calendar arithmetic in an IANA time zone: today's date in a zone, and the instant of a
+ * wall-clock time there (for `<input type="datetime-local">`, which has no zone). The zone's rules
+ * come from @date-fns/tz (TZDate, on the runtime's Intl data); the rest is plain date text.
  */
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const LOCAL = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$/;
 
-const partsFormats = new Map<string, Intl.DateTimeFormat>();
-
-function wallClock(instantMs: number, timeZone: string): { y: number; mo: number; d: number; h: number; mi: number; s: number } {
-  let f = partsFormats.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    });
-    partsFormats.set(timeZone, f);
-  }
-  const parts: Record<string, number> = {};
-  for (const p of f.formatToParts(new Date(instantMs))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  return { y: parts.year!, mo: parts.month!, d: parts.day!, h: parts.hour!, mi: parts.minute!, s: parts.second! };
-}
-
-/** Milliseconds the zone's wall clock is ahead of UTC at an instant. */
-function offsetMs(instantMs: number, timeZone: string): number {
-  const w = wallClock(instantMs, timeZone);
-  return Date.UTC(w.y, w.mo - 1, w.d, w.h, w.mi, w.s) - Math.floor(instantMs / 1000) * 1000;
-}
-
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
 
 /** `YYYY-MM-DD` of the instant in the zone. */
 export function dateIn(instantMs: number, timeZone: string): string {
-  const w = wallClock(instantMs, timeZone);
-  return `${pad(w.y, 4)}-${pad(w.mo)}-${pad(w.d)}`;
+  const w = new TZDate(instantMs, timeZone);
+  return `${pad(w.getFullYear(), 4)}-${pad(w.getMonth() + 1)}-${pad(w.getDate())}`;
 }
 
 /** `YYYY-MM-DDTHH:mm` of the instant in the zone (the value of a datetime-local input). */
 export function localInputValue(instantMs: number, timeZone: string): string {
-  const w = wallClock(instantMs, timeZone);
-  return `${pad(w.y, 4)}-${pad(w.mo)}-${pad(w.d)}T${pad(w.h)}:${pad(w.mi)}`;
+  const w = new TZDate(instantMs, timeZone);
+  return `${pad(w.getFullYear(), 4)}-${pad(w.getMonth() + 1)}-${pad(w.getDate())}T${pad(w.getHours())}:${pad(w.getMinutes())}`;
 }
 
 /** True for a real calendar date `YYYY-MM-DD`. */
@@ -73,18 +48,15 @@ export function daysBetween(from: string, to: string): number {
 
 /**
  * The instant of a wall-clock time `YYYY-MM-DDTHH:mm` in the zone, or null when the text is not
- * one. A time skipped by a DST change resolves to the instant just after the gap.
+ * one. A time skipped by a DST change resolves to the instant just after the gap (02:30 on a
+ * spring-forward night is 03:30), in every zone; a time that happens twice is its first instant.
  */
 export function instantOfLocal(value: string, timeZone: string): Date | null {
   const m = LOCAL.exec(value);
   if (!m || !isDate(value.slice(0, 10))) return null;
   const [h, mi] = [Number(m[4]), Number(m[5])];
   if (h > 23 || mi > 59) return null;
-  const asUtc = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), h, mi);
-  // Two rounds settle the offset: the first guess may sit on the other side of a DST change.
-  let instant = asUtc - offsetMs(asUtc, timeZone);
-  instant = asUtc - offsetMs(instant, timeZone);
-  return new Date(instant);
+  return new Date(new TZDate(Number(m[1]), Number(m[2]) - 1, Number(m[3]), h, mi, timeZone).getTime());
 }
 
 /**
