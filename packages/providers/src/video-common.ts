@@ -1,7 +1,7 @@
 import { ProviderError } from './errors.ts';
 import { deadline } from './provider-context.ts';
 import type { ProviderContext } from './provider-context.ts';
-import type { CallOptions, VideoStatus } from './types.ts';
+import type { CallOptions, VideoDownload, VideoStatus } from './types.ts';
 
 /**
  * The call's answer, or `onNotFound()`'s when the provider answered 404: a job (or its file) that
@@ -30,6 +30,21 @@ export function getVideoStatus(
 ): Promise<VideoStatus> {
   const answer = ctx.http.json({ method: 'GET', url: ctx.url(path), timeoutMs: deadline(ctx, 'videoMs', opts), options: opts });
   return orWhenNotFound(answer.then(read), () => NOT_FOUND_STATUS);
+}
+
+/** `GET url` of a video file as MP4, `Range` passed through; a 404 is `not_found` (the file is gone). */
+export function downloadVideoFile(ctx: ProviderContext, url: string, range: string | undefined, opts: CallOptions | undefined): Promise<VideoDownload> {
+  const download = ctx.http.download({
+    method: 'GET',
+    url,
+    headers: { accept: 'video/mp4', ...(range === undefined ? {} : { range }) },
+    timeoutMs: deadline(ctx, 'videoMs', opts),
+    idleMs: ctx.timeouts.videoMs,
+    options: opts,
+  });
+  return orWhenNotFound(download, () => {
+    throw videoNotFound(ctx);
+  });
 }
 
 export function videoNotFound(ctx: ProviderContext): ProviderError {

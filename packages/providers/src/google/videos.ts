@@ -4,7 +4,7 @@ import type { JsonRecord } from '../json.ts';
 import { deadline } from '../provider-context.ts';
 import type { ProviderContext } from '../provider-context.ts';
 import type { CallOptions, ImageBytes, VideoDownload, VideoRequest, VideoStatus } from '../types.ts';
-import { NOT_FOUND_STATUS, SAFETY_CODES, getVideoStatus, orWhenNotFound, videoNotFound } from '../video-common.ts';
+import { NOT_FOUND_STATUS, SAFETY_CODES, downloadVideoFile, getVideoStatus, orWhenNotFound, videoNotFound } from '../video-common.ts';
 import { GOOGLE_PATHS, isSafeOperationName } from './api.ts';
 
 function imageInput(image: ImageBytes): JsonRecord {
@@ -102,15 +102,5 @@ export async function downloadVideo(
     throw malformed(ctx.name, 'the video URI is not a URL');
   }
   if (target.origin !== new URL(ctx.url('/')).origin) throw malformed(ctx.name, 'the video URI is not on the provider host');
-  const download = ctx.http.download({
-    method: 'GET',
-    url: target.toString(),
-    headers: { accept: 'video/mp4', ...(range === undefined ? {} : { range }) },
-    timeoutMs: deadline(ctx, 'videoMs', opts),
-    idleMs: ctx.timeouts.videoMs,
-    options: opts,
-  });
-  return orWhenNotFound(download, () => {
-    throw videoNotFound(ctx);
-  });
+  return downloadVideoFile(ctx, target.toString(), range, opts);
 }

@@ -5,7 +5,7 @@ import { isRecord, recordField, stringField } from '../json.ts';
 import { deadline, unsupported } from '../provider-context.ts';
 import type { ProviderContext } from '../provider-context.ts';
 import type { CallOptions, VideoDownload, VideoRequest, VideoStatus } from '../types.ts';
-import { NOT_FOUND_STATUS, SAFETY_CODES, getVideoStatus, isSafeJobId, orWhenNotFound, videoNotFound } from '../video-common.ts';
+import { NOT_FOUND_STATUS, SAFETY_CODES, downloadVideoFile, getVideoStatus, isSafeJobId, orWhenNotFound, videoNotFound } from '../video-common.ts';
 import { OPENAI_PATHS } from './api.ts';
 
 /** Sora takes a pixel size; these are its landscape and portrait 720p sizes. */
@@ -84,17 +84,7 @@ export async function downloadVideo(
   opts?: CallOptions,
 ): Promise<VideoDownload> {
   if (!isSafeJobId(id)) throw videoNotFound(ctx);
-  const download = ctx.http.download({
-    method: 'GET',
-    url: ctx.url(OPENAI_PATHS.videoContent(id)),
-    headers: { accept: 'video/mp4', ...(range === undefined ? {} : { range }) },
-    timeoutMs: deadline(ctx, 'videoMs', opts),
-    idleMs: ctx.timeouts.videoMs,
-    options: opts,
-  });
-  return orWhenNotFound(download, () => {
-    throw videoNotFound(ctx);
-  });
+  return downloadVideoFile(ctx, ctx.url(OPENAI_PATHS.videoContent(id)), range, opts);
 }
 
 /** `DELETE {base}/videos/{id}`: stops and removes the job; an unknown job is already gone. */
