@@ -2,8 +2,7 @@ import { GatewayError } from '@gw/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { LIMIT_PERIODS, LIMIT_TYPES, toKeyView } from '../billing/key-view.ts';
-import { PASSWORD_MAX, verifyPassword } from '../auth/passwords.ts';
-import { lockedMessage } from '../auth/throttle.ts';
+import { reauthenticate, reauthNeeded } from '../auth/reauth.ts';
 import { mayManageKey } from '../billing/guard.ts';
 import { flashCookie } from '../http/flash.ts';
 import { formField } from '../http/forms.ts';
@@ -15,8 +14,6 @@ import { noticeFrom, viewerFor } from './viewer.ts';
 type KeyRequest = FastifyRequest<{ Params: { id: string } }>;
 
 const HTML = 'text/html; charset=utf-8';
-/** Creating a key asks for the password again when the session last proved who it is longer ago than this. */
-const REAUTH_AFTER_MS = 15 * 60_000;
 const LIMIT_VALUE = /^(0|[1-9][0-9]{0,14})$/;
 
 /** A key name is a label: control characters (line breaks, escapes) become spaces. */
@@ -41,16 +38,9 @@ function isCreatedKey(value: unknown): value is CreatedKey {
 export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
   // The new key's plaintext travels from the POST to the page of its redirect in a one-time flash.
   const flash = flashCookie(deps.hmac, deps.cookies);
-  /** When creating a key asks for the password (and code) again: the session proved it too long ago. */
-  const reauthFor = async (request: FastifyRequest): Promise<{ totp: boolean } | undefined> => {
-    const session = request.memberSession!;
-    if (deps.now().getTime() - session.authenticatedAt.getTime() <= REAUTH_AFTER_MS) return undefined;
-    return { totp: await deps.members.totpEnabled(session.member.memberId) };
-  };
-
   const listPage = async (request: FastifyRequest, reply: FastifyReply, extra: { created?: CreatedKey; form?: CreateForm; notice?: Notice }, status = 200) => {
     const ctx = await viewerFor(request, deps);
-    const reauth = await reauthFor(request);
+    const reauth = await reauthNeeded(request, deps);
     const [{ keys }, creators] = await Promise.all([request.billing.listKeyDetails({ accountId: ctx.member.accountId }), deps.members.keyCreators(ctx.member.accountId)]);
     const now = deps.now().getTime();
     const views = keys.map((k) => toKeyView(k, now));
@@ -96,26 +86,8 @@ export async function keysRoutes(app: FastifyInstance, deps: RouteDeps): Promise
     };
     const ctx = await viewerFor(request, deps);
     // A key spends the account's credits: a session that proved who it is long ago proves it again.
-    const reauth = await reauthFor(request);
-    if (reauth) {
-      const session = request.memberSession!;
-      const password = formField(request.body, 'reauth_password', PASSWORD_MAX + 1);
-      if (password === '') return listPage(request, reply, { form, notice: { kind: 'error', text: 'Confirm it is you: enter your password to create a key.' } }, 400);
-      const from = { ip: request.ip, device: `session:${session.idHash.toString('base64url')}` };
-      const verdict = await deps.throttle.admit(session.member.email, from);
-      if (verdict.locked) {
-        reply.header('retry-after', String(verdict.retryAfterSeconds));
-        return listPage(request, reply, { form, notice: { kind: 'error', text: lockedMessage(verdict, 'wrong passwords or codes') } }, 429);
-      }
-      const row = await deps.members.byId(session.member.memberId);
-      const ok =
-        (await verifyPassword(row?.password_hash ?? null, password)) &&
-        (!reauth.totp || (await deps.members.verifyTotp(session.member.memberId, formField(request.body, 'reauth_code', 16))));
-      if (!ok) return listPage(request, reply, { form, notice: { kind: 'error', text: reauth.totp ? 'The password or the code is not correct.' : 'The password is not correct.' } }, 400);
-      await deps.throttle.recordSuccess(session.member.email, from);
-      await deps.sessions.reauthenticated(session.idHash);
-      session.authenticatedAt = deps.now();
-    }
+    const refused = await reauthenticate(request, reply, deps);
+    if (refused) return listPage(request, reply, { form, notice: refused.notice }, refused.status);
     let expiresAtUnixMs = 0n;
     if (form.expires !== '') {
       const at = instantOfLocal(form.expires, ctx.viewer.timeZone);
