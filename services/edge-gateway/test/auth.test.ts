@@ -74,6 +74,16 @@ describe('Idempotency-Key (issue 20 finding 6)', () => {
     expect(res.json().error).toEqual({ code: 'invalid_request', message: expect.stringContaining('sent once') });
   });
 
+  it.each([
+    ['/v1/images/generations', image],
+    ['/v1/videos/generations', { model: 'vid', prompt: 'a cat', duration_seconds: 4 }],
+  ])('a body with a lone surrogate under an Idempotency-Key on %s is 400 invalid_request (it has no RFC 8785 form)', async (url, body) => {
+    gw = await fakeGateway();
+    const res = await send('POST', url, headers(['authorization', `Bearer ${gw.keys.a}`], ['idempotency-key', 'a1']), { ...body, prompt: 'a \ud800 cat' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toEqual({ code: 'invalid_request', message: expect.stringContaining('unpaired surrogate') });
+  });
+
   it('one Idempotency-Key goes on to the next step (here billing refusing for funds)', async () => {
     gw = await fakeGateway();
     const res = await send('POST', '/v1/images/generations', headers(['authorization', `Bearer ${gw.keys.a}`], ['idempotency-key', 'a1']), image);
