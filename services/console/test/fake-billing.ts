@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { billingV1, catalogV1 } from '@gw/contracts';
+import { billingV1, catalogV1, type CallOptions } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { BillingClient, CatalogClient } from '../src/billing/clients.ts';
 
@@ -18,7 +18,8 @@ export interface FakeKey {
 }
 
 export class FakeBilling {
-  readonly calls: Array<{ method: string; accountId: string; keyId?: string }> = [];
+  /** Every call, with the actor and origin its metadata named (`gw-actor`, `gw-actor-origin`). */
+  readonly calls: Array<{ method: string; accountId: string; keyId?: string; actor?: string; origin?: string }> = [];
   readonly accounts = new Map<string, { name: string; timeZone: string; balance: bigint }>();
   readonly keys = new Map<string, FakeKey>();
   /** Requests of the activity log, newest first (pages of two). */
@@ -57,57 +58,61 @@ export class FakeBilling {
   }
 
   client(): BillingClient {
-    const record = (method: string, accountId: string, keyId?: string) => this.calls.push({ method, accountId, ...(keyId ? { keyId } : {}) });
+    const record = (method: string, opts: CallOptions | undefined, accountId: string, keyId?: string) => {
+      const actor = opts?.metadata?.['gw-actor'];
+      const origin = opts?.metadata?.['gw-actor-origin'];
+      this.calls.push({ method, accountId, ...(keyId ? { keyId } : {}), ...(actor ? { actor } : {}), ...(origin ? { origin } : {}) });
+    };
     const impl = {
       getAccount: async (req: { accountId?: string }) => {
         const a = this.#account(req.accountId ?? '');
         return create(billingV1.GetAccountResponseSchema, { accountId: req.accountId ?? '', name: a.name, timeZone: a.timeZone });
       },
-      getWallet: async (req: { accountId?: string }) => {
-        record('getWallet', req.accountId ?? '');
+      getWallet: async (req: { accountId?: string }, opts?: CallOptions) => {
+        record('getWallet', opts, req.accountId ?? '');
         return create(billingV1.GetWalletResponseSchema, { balance: this.#account(req.accountId ?? '').balance });
       },
-      listKeyDetails: async (req: { accountId?: string }) => {
-        record('listKeyDetails', req.accountId ?? '');
+      listKeyDetails: async (req: { accountId?: string }, opts?: CallOptions) => {
+        record('listKeyDetails', opts, req.accountId ?? '');
         const keys = [...this.keys.values()].filter((k) => k.accountId === req.accountId).map((k) => this.#details(k));
         return create(billingV1.ListKeyDetailsResponseSchema, { keys });
       },
-      getKeyDetails: async (req: { accountId?: string; keyId?: string }) => {
-        record('getKeyDetails', req.accountId ?? '', req.keyId);
+      getKeyDetails: async (req: { accountId?: string; keyId?: string }, opts?: CallOptions) => {
+        record('getKeyDetails', opts, req.accountId ?? '', req.keyId);
         return create(billingV1.GetKeyDetailsResponseSchema, { key: this.#details(this.#owned(req.accountId ?? '', req.keyId ?? '')) });
       },
-      createApiKey: async (req: { accountId?: string; name?: string }) => {
-        record('createApiKey', req.accountId ?? '');
+      createApiKey: async (req: { accountId?: string; name?: string }, opts?: CallOptions) => {
+        record('createApiKey', opts, req.accountId ?? '');
         const k = this.addKey(req.accountId ?? '', req.name ?? '');
         return create(billingV1.CreateApiKeyResponseSchema, { keyId: k.id, apiKey: `gwk_plaintext_${k.id}` });
       },
-      revokeAccountKey: async (req: { accountId?: string; keyId?: string }) => {
-        record('revokeAccountKey', req.accountId ?? '', req.keyId);
+      revokeAccountKey: async (req: { accountId?: string; keyId?: string }, opts?: CallOptions) => {
+        record('revokeAccountKey', opts, req.accountId ?? '', req.keyId);
         const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
         k.revokedAt ||= 1_740_000_100_000n;
         return create(billingV1.RevokeAccountKeyResponseSchema, { revokedAtUnixMs: k.revokedAt });
       },
-      setAccountKeyLimit: async (req: { accountId?: string; keyId?: string; limitType?: string; period?: string; value?: bigint }) => {
-        record('setAccountKeyLimit', req.accountId ?? '', req.keyId);
+      setAccountKeyLimit: async (req: { accountId?: string; keyId?: string; limitType?: string; period?: string; value?: bigint }, opts?: CallOptions) => {
+        record('setAccountKeyLimit', opts, req.accountId ?? '', req.keyId);
         const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
         k.limits = [...k.limits.filter((l) => l.limitType !== req.limitType || l.period !== req.period), { limitType: req.limitType ?? '', period: req.period ?? '', value: req.value ?? 0n }];
         return create(billingV1.SetAccountKeyLimitResponseSchema, { limits: k.limits });
       },
-      clearAccountKeyLimit: async (req: { accountId?: string; keyId?: string; limitType?: string; period?: string }) => {
-        record('clearAccountKeyLimit', req.accountId ?? '', req.keyId);
+      clearAccountKeyLimit: async (req: { accountId?: string; keyId?: string; limitType?: string; period?: string }, opts?: CallOptions) => {
+        record('clearAccountKeyLimit', opts, req.accountId ?? '', req.keyId);
         const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
         k.limits = k.limits.filter((l) => l.limitType !== req.limitType || l.period !== req.period);
         return create(billingV1.ClearAccountKeyLimitResponseSchema, { limits: k.limits });
       },
-      setKeyExpiry: async (req: { accountId?: string; keyId?: string; expiresAtUnixMs?: bigint }) => {
-        record('setKeyExpiry', req.accountId ?? '', req.keyId);
+      setKeyExpiry: async (req: { accountId?: string; keyId?: string; expiresAtUnixMs?: bigint }, opts?: CallOptions) => {
+        record('setKeyExpiry', opts, req.accountId ?? '', req.keyId);
         const k = this.#owned(req.accountId ?? '', req.keyId ?? '');
         if ((req.expiresAtUnixMs ?? 0n) !== 0n && (req.expiresAtUnixMs ?? 0n) < BigInt(Date.now())) throw new GatewayError('invalid_request', 'The expiry must be in the future.');
         k.expiresAt = req.expiresAtUnixMs ?? 0n;
         return create(billingV1.SetKeyExpiryResponseSchema, { key: this.#details(k) });
       },
-      usageReport: async (req: { accountId?: string; keyId?: string; fromDate?: string }) => {
-        record('usageReport', req.accountId ?? '', req.keyId);
+      usageReport: async (req: { accountId?: string; keyId?: string; fromDate?: string }, opts?: CallOptions) => {
+        record('usageReport', opts, req.accountId ?? '', req.keyId);
         if (req.keyId) this.#owned(req.accountId ?? '', req.keyId);
         const totals = { requests: 2n, inputTokens: 10n, outputTokens: 20n, totalTokens: 30n, credits: 1234n };
         return create(billingV1.UsageReportResponseSchema, {
@@ -119,15 +124,15 @@ export class FakeBilling {
           timeZone: 'Asia/Ho_Chi_Minh',
         });
       },
-      listLedger: async (req: { accountId?: string }) => {
-        record('listLedger', req.accountId ?? '');
+      listLedger: async (req: { accountId?: string }, opts?: CallOptions) => {
+        record('listLedger', opts, req.accountId ?? '');
         return create(billingV1.ListLedgerResponseSchema, {
           items: [{ entryId: '2', kind: 'charge', amount: -1234n, balanceAfter: 998_766n, createdAtUnixMs: 1_740_000_000_000n, model: 'gpt-sim-mini', reference: 'req-1' }],
           nextCursor: '',
         });
       },
-      listActivity: async (req: { accountId?: string; keyId?: string; cursor?: string }) => {
-        record('listActivity', req.accountId ?? '', req.keyId);
+      listActivity: async (req: { accountId?: string; keyId?: string; cursor?: string }, opts?: CallOptions) => {
+        record('listActivity', opts, req.accountId ?? '', req.keyId);
         if (req.keyId) this.#owned(req.accountId ?? '', req.keyId);
         const items = this.activity.filter((a) => a.accountId === req.accountId && (!req.keyId || a.keyId === req.keyId));
         const start = req.cursor ? items.findIndex((a) => a.requestId === req.cursor) + 1 : 0;

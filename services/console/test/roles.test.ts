@@ -193,8 +193,8 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
     const theirs = billing.addKey(account, 'theirs');
     const mine = billing.addKey(account, 'mine');
     const creators = new Map([[mine.id, me.memberId]]);
-    const dev = guardedBilling(billing.client(), { ...me, role: 'developer' }, async (id) => creators.get(id) ?? null);
-    const viewer = guardedBilling(billing.client(), { ...me, role: 'viewer' }, async () => null);
+    const dev = guardedBilling(billing.client(), { ...me, role: 'developer' }, async (id) => creators.get(id) ?? null, '127.0.0.1');
+    const viewer = guardedBilling(billing.client(), { ...me, role: 'viewer' }, async () => null, '127.0.0.1');
     expect(await refused(viewer.createApiKey({ accountId: account, name: 'x', expiresAtUnixMs: 0n }))).toBe('forbidden');
     expect(await refused(viewer.usageReport({ accountId: account }))).toBe('allowed');
     expect(await refused(viewer.getWallet({ accountId: other }))).toBe('forbidden');
@@ -211,7 +211,8 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
     try {
       const email = `cap-${randomUUID()}@example.com`;
       const res = await capped.app.inject({ method: 'POST', url: '/internal/members', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { account_id: acct, email, role: 'owner' } });
-      const link = new URL((res.json() as { set_password_url: string }).set_password_url);
+      const { set_password_url: url, member_id: memberId } = res.json() as { set_password_url: string; member_id: string };
+      const link = new URL(url);
       const b = new InjectBrowser(capped.app, ORIGIN);
       await b.get(`${link.pathname}${link.search}`);
       await b.post('/set-password', { csrf_token: b.csrf(), token: link.searchParams.get('token')!, password: PASSWORD, confirm: PASSWORD });
@@ -226,6 +227,10 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
       await b.post(`/keys/${first.id}/revoke`, { csrf_token: b.csrf(), confirm: 'yes' });
       await b.get('/keys');
       expect((await b.post('/keys', { csrf_token: b.csrf(), name: 'after revoke', expires_at: '' })).statusCode).toBe(303);
+      // Every change the console made names the member and where they acted from, for billing's audit trail.
+      const changes = billing.calls.filter((c) => c.accountId === acct && ['createApiKey', 'revokeAccountKey'].includes(c.method));
+      expect(changes.map((c) => c.method)).toEqual(['createApiKey', 'createApiKey', 'revokeAccountKey', 'createApiKey']);
+      for (const c of changes) expect(c).toMatchObject({ actor: `member:${memberId}`, origin: '127.0.0.1' });
     } finally {
       await capped.app.close();
     }

@@ -1,3 +1,4 @@
+import type { CallOptions } from '@gw/contracts';
 import type { SessionMember } from '../auth/sessions.ts';
 import { can, ForbiddenError, type Permission } from '../members/roles.ts';
 import type { BillingClient } from './clients.ts';
@@ -27,13 +28,22 @@ export function mayManageKey(member: SessionMember, creatorId: string | null | u
   return can(member.role, 'keys.manage-all') || (can(member.role, 'keys.create') && creatorId === member.memberId);
 }
 
-export function guardedBilling(billing: BillingClient, member: SessionMember, keyCreator: (keyId: string) => Promise<string | null>): BillingClient {
+/**
+ * The call options of a member's billing call: its own, plus who makes it and from where
+ * (`gw-actor: member:<id>`, `gw-actor-origin: <client address>`), so billing's audit trail names
+ * the member for every change the console makes. Reads carry it too; billing records only changes.
+ */
+export function actorOptions(member: SessionMember, origin: string, opts?: CallOptions): CallOptions {
+  return { ...opts, metadata: { ...opts?.metadata, 'gw-actor': `member:${member.memberId}`, 'gw-actor-origin': origin } };
+}
+
+export function guardedBilling(billing: BillingClient, member: SessionMember, keyCreator: (keyId: string) => Promise<string | null>, origin: string): BillingClient {
   return new Proxy(billing, {
     get(target, method) {
       // Not a thenable, and nothing but calls: every other property reads as absent.
       if (typeof method !== 'string' || method === 'then') return undefined;
-      const call = (target as unknown as Record<string, (req: { accountId?: string; keyId?: string }, ...rest: unknown[]) => Promise<unknown>>)[method];
-      return async (req: { accountId?: string; keyId?: string }, ...rest: unknown[]) => {
+      const call = (target as unknown as Record<string, (req: { accountId?: string; keyId?: string }, opts: CallOptions) => Promise<unknown>>)[method];
+      return async (req: { accountId?: string; keyId?: string }, opts?: CallOptions) => {
         if (req.accountId !== member.accountId) throw new ForbiddenError(`billing ${method} for another account`);
         const needs = READS[method];
         if (needs !== undefined) {
@@ -44,7 +54,7 @@ export function guardedBilling(billing: BillingClient, member: SessionMember, ke
           throw new ForbiddenError(`billing ${method} is not a console call`);
         }
         if (typeof call !== 'function') throw new ForbiddenError(`billing ${method} is not a console call`);
-        return call.call(target, req, ...rest);
+        return call.call(target, req, actorOptions(member, origin, opts));
       };
     },
   });

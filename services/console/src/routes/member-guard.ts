@@ -45,7 +45,7 @@ export function requireMember(app: FastifyInstance, deps: RouteDeps): void {
       return reply.code(403).type('text/html; charset=utf-8').send(messagePage('Two-step sign-in required', 'This account requires two-step sign-in. Set it up on your account page first.').value);
     }
     // Every billing call of this request goes through the role check too.
-    request.billing = guardedBilling(deps.billing, session.member, (keyId) => deps.members.keyCreator(keyId));
+    request.billing = guardedBilling(deps.billing, session.member, (keyId) => deps.members.keyCreator(keyId), request.ip);
   });
 
   app.addHook('preHandler', async (request, reply) => {
