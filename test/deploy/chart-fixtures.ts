@@ -1,6 +1,6 @@
 /**
  * Values that switch on every optional part of the chart (dotted paths over values.yaml): the
- * console, the simulator as every provider, the Ingress with TLS, ServiceMonitors, OTLP export,
+ * console on its own host, the simulator as every provider, the Ingress with TLS, ServiceMonitors, OTLP export,
  * the NATS URL from a Secret, an extra env variable.
  */
 export const EVERYTHING_ENABLED: Record<string, unknown> = {
@@ -11,6 +11,7 @@ export const EVERYTHING_ENABLED: Record<string, unknown> = {
   'ingress.className': 'nginx',
   'ingress.hosts': ['api.example.com'],
   'ingress.tls': [{ secretName: 'api-tls', hosts: ['api.example.com'] }],
+  'console.ingress.host': 'console.example.com',
   'metrics.serviceMonitor.enabled': true,
   'metrics.serviceMonitor.labels': { release: 'prometheus' },
   'observability.otlpEndpoint': 'http://otel-collector.observability:4318',

@@ -306,14 +306,19 @@ describe('helm lint and helm template', () => {
       expect(m.spec.endpoints[0]!.port).toBe('metrics');
     }
 
+    // The API on its host, the console on a host of its own (never beside the API's prefix).
     const ingress = ofKind(objs, 'Ingress');
     expect(ingress).toHaveLength(1);
-    const paths = ingress[0]!.spec.rules[0]!.http.paths.map((p) => [p.path, p.backend.service.name, p.backend.service.port.name]);
-    expect(paths).toEqual([
-      ['/api/v1', `${PREFIX}-edge-gateway`, 'http'],
-      ['/', `${PREFIX}-console`, 'http'],
+    const routes = ingress[0]!.spec.rules.map((r) => [r.host, ...r.http.paths.map((p) => `${p.path} -> ${p.backend.service.name}:${p.backend.service.port.name}`)]);
+    expect(routes).toEqual([
+      ['api.example.com', `/api/v1 -> ${PREFIX}-edge-gateway:http`],
+      ['console.example.com', `/ -> ${PREFIX}-console:http`],
     ]);
-    expect(ingress[0]!.spec.tls).toHaveLength(1);
+    expect(ingress[0]!.spec.tls).toEqual([
+      { secretName: 'api-tls', hosts: ['api.example.com'] },
+      { secretName: `${PREFIX}-console-tls`, hosts: ['console.example.com'] },
+    ]);
+    expect(named(objs, 'ConfigMap', `${PREFIX}-console`).data!.CONSOLE_PUBLIC_URL).toBe('https://console.example.com');
     expect(named(objs, 'ConfigMap', `${PREFIX}-edge-gateway`).data!.PUBLIC_BASE_PATH).toBe('/api/v1');
 
     // The simulator serves as every provider; nothing reads a providers Secret.
@@ -347,6 +352,32 @@ describe('helm lint and helm template', () => {
     }
   });
 
+  it.skipIf(!hasHelm)("serves the console on its own host: TLS from the operator's block when it names the host, else its own Secret; plain http without TLS; an explicit publicUrl wins", () => {
+    const base = { ...EVERYTHING_ENABLED, 'ingress.hosts': ['api.example.com', 'api.example.org'] };
+    const shared = render(nested({ ...base, 'ingress.tls': [{ secretName: 'wildcard-tls', hosts: ['api.example.com', 'console.example.com'] }] }));
+    const ingress = named(shared, 'Ingress', PREFIX);
+    expect(ingress.spec.tls).toEqual([{ secretName: 'wildcard-tls', hosts: ['api.example.com', 'console.example.com'] }]);
+    expect(ingress.spec.rules.map((r) => r.host)).toEqual(['api.example.com', 'api.example.org', 'console.example.com']);
+    for (const rule of ingress.spec.rules) {
+      const backends = rule.http.paths.map((p) => p.backend.service.name);
+      expect(backends, `${rule.host}`).toEqual([rule.host === 'console.example.com' ? `${PREFIX}-console` : `${PREFIX}-edge-gateway`]);
+      // The operator endpoints are on the console's admin port, which no rule routes.
+      expect(rule.http.paths.map((p) => p.backend.service.port.name)).toEqual(['http']);
+    }
+    expect(JSON.stringify(ingress.spec)).not.toContain('/internal');
+    const ownSecret = render(nested({ ...base, 'console.ingress.tlsSecretName': 'console-cert' }));
+    expect(named(ownSecret, 'Ingress', PREFIX).spec.tls).toContainEqual({ secretName: 'console-cert', hosts: ['console.example.com'] });
+    const plain = render(nested({ ...base, 'ingress.tls': [] }));
+    expect(named(plain, 'Ingress', PREFIX).spec.tls).toBeUndefined();
+    expect(named(plain, 'ConfigMap', `${PREFIX}-console`).data!.CONSOLE_PUBLIC_URL).toBe('http://console.example.com');
+    const own = render(nested({ ...base, 'console.publicUrl': 'https://dashboard.example.net' }));
+    expect(named(own, 'ConfigMap', `${PREFIX}-console`).data!.CONSOLE_PUBLIC_URL).toBe('https://dashboard.example.net');
+    // Without the console the Ingress routes the API only.
+    const apiOnly = render(nested({ ...base, 'console.enabled': false }));
+    expect(named(apiOnly, 'Ingress', PREFIX).spec.rules.map((r) => r.host)).toEqual(['api.example.com', 'api.example.org']);
+    expect(named(apiOnly, 'Ingress', PREFIX).spec.tls).toEqual([{ secretName: 'api-tls', hosts: ['api.example.com'] }]);
+  });
+
   it.skipIf(!hasHelm)('refuses invalid values (schema) and inconsistent ones (template checks)', () => {
     const cases: Array<[string[], string]> = [
       [['--set', 'gateway.publicBasePath=v1/'], 'publicBasePath'],
@@ -354,6 +385,9 @@ describe('helm lint and helm template', () => {
       [['--set', 'providers.existingSecret='], 'providers.existingSecret is required'],
       [['--set', 'gateway.autoscaling.minReplicas=5', '--set', 'gateway.autoscaling.maxReplicas=3'], 'minReplicas (5) is above maxReplicas (3)'],
       [['--set', 'metrics.enabled=false', '--set', 'metrics.serviceMonitor.enabled=true'], 'metrics.serviceMonitor.enabled needs metrics.enabled'],
+      [['--set', 'ingress.enabled=true', '--set', 'console.enabled=true'], 'console.ingress.host is required'],
+      [['--set', 'ingress.enabled=true', '--set', 'console.enabled=true', '--set', 'console.ingress.host=api.example.com'], 'console.ingress.host (api.example.com) is one of ingress.hosts'],
+      [['--set', 'console.ingress.host=Console_Example'], 'console.ingress.host'],
     ];
     for (const [args, message] of cases) {
       const r = helm(['template', RELEASE, chart, '--kube-version', KUBE_VERSION, ...args]);

@@ -71,6 +71,10 @@ describe('values.schema.json', () => {
     ['gateway.env', { GOOD: { nested: true } }, 'must be string,number,boolean'],
     ['migrations.hookDeletePolicy', 'always', 'must match pattern'],
     ['console.enabled', 'yes', 'must be boolean'],
+    ['console.ingress.host', 'Console_Example', 'must match pattern'],
+    ['console.ingress.host', 'console.example.com/', 'must match pattern'],
+    // The console no longer shares the API's hosts under a path: it has a host of its own.
+    ['ingress.consolePath', '/', 'must NOT have additional properties'],
     ['image.pullPolicy', 'Sometimes', 'must be equal to one of the allowed values'],
     ['observability.otlpEndpoint', 'otel:4318', 'must match pattern'],
     ['shutdown.preStopSleepSeconds', 600, 'must be <= 120'],

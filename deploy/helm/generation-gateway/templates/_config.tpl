@@ -67,8 +67,8 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- $_ := set $env "CONSOLE_PORT" (toString $c.port) -}}
 {{- $_ := set $env "CONSOLE_TRUST_PROXY" (toString $v.trustProxy) -}}
 {{- $publicUrl := $v.publicUrl -}}
-{{- if and (not $publicUrl) $root.Values.ingress.enabled -}}
-{{- $publicUrl = printf "%s://%s" (ternary "https" "http" (gt (len $root.Values.ingress.tls) 0)) (first $root.Values.ingress.hosts) -}}
+{{- if and (not $publicUrl) $root.Values.ingress.enabled $v.ingress.host -}}
+{{- $publicUrl = printf "%s://%s" (ternary "https" "http" (gt (len $root.Values.ingress.tls) 0)) $v.ingress.host -}}
 {{- end -}}
 {{- if $publicUrl -}}
 {{- $_ := set $env "CONSOLE_PUBLIC_URL" $publicUrl -}}

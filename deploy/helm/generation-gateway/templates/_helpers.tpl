@@ -146,6 +146,14 @@ app.kubernetes.io/component: {{ $c.name }}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) -}}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" -}}
 {{- end -}}
+{{- if and .Values.ingress.enabled .Values.console.enabled -}}
+{{- if not .Values.console.ingress.host -}}
+{{- fail "console.ingress.host is required with ingress.enabled and console.enabled: the console is served on a host of its own (e.g. console.example.com), not beside the API on ingress.hosts; point its DNS at the ingress controller" -}}
+{{- end -}}
+{{- if has .Values.console.ingress.host .Values.ingress.hosts -}}
+{{- fail (printf "console.ingress.host (%s) is one of ingress.hosts: give the console a host of its own, apart from the API" .Values.console.ingress.host) -}}
+{{- end -}}
+{{- end -}}
 {{- range $key := list "gateway" "billing" "catalog" "text" "media" "videoJobs" "console" -}}
 {{- $a := (index $.Values $key).autoscaling -}}
 {{- if and $a.enabled (gt (int $a.minReplicas) (int $a.maxReplicas)) -}}
