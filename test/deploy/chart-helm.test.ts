@@ -64,8 +64,8 @@ interface K8sObject {
     ports: Array<{ name: string; port: number; targetPort: string }>;
     podSelector: { matchLabels: Record<string, string> };
     policyTypes: string[];
-    ingress?: Array<{ from?: Array<{ podSelector?: { matchLabels: Record<string, string> } }> }>;
-    egress?: Array<{ to?: Array<{ podSelector?: { matchLabels: Record<string, string> } }>; ports: Array<{ port: number }> }>;
+    ingress?: Array<{ from?: Array<{ podSelector?: { matchLabels: Record<string, string> }; namespaceSelector?: object }>; ports?: Array<{ port: number | string }> }>;
+    egress?: Array<{ to?: Array<{ podSelector?: { matchLabels: Record<string, string> } }>; ports: Array<{ port: number | string }> }>;
     rules: Array<{ host: string; http: { paths: Array<{ path: string; backend: { service: { name: string; port: { name: string } } } }> } }>;
     tls?: unknown[];
     endpoints: Array<{ port: string }>;
@@ -260,6 +260,9 @@ describe('helm lint and helm template', () => {
     expect(admin.spec.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'generation-gateway', 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/component': 'admin-cli' });
     expect(admin.spec.ingress).toBeUndefined();
     expect(componentsOf(admin.spec.egress?.flatMap((r) => r.to ?? []))).toEqual(['billing', 'catalog', 'console']);
+    // To the console, its operator port only (never the pages' port).
+    const toConsole = admin.spec.egress!.find((r) => componentsOf(r.to).includes('console'))!;
+    expect(toConsole.ports.map((p) => p.port)).toEqual(['admin']);
     const off = render(nested({ 'console.enabled': true, 'networkPolicy.allowAdminCli': false }));
     expect(off.find((o) => o.metadata.name === `${PREFIX}-admin-cli`)).toBeUndefined();
     const from = (name: string) => componentsOf(named(off, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
@@ -284,6 +287,18 @@ describe('helm lint and helm template', () => {
       const ingress = named(objs, 'NetworkPolicy', `gateway-generation-gateway-${service}`).spec.ingress!.flatMap((x) => x.from ?? []);
       expect(ingress.some((peer) => peer.podSelector && selects(peer.podSelector.matchLabels, pod.metadata.labels))).toBe(true);
     }
+    // `admin user create` goes to the console's operator port, which admits these labels.
+    const rc = helm(['template', 'gateway', chart, '-n', 'gateway', '--kube-version', KUBE_VERSION, '--set', 'console.enabled=true']);
+    expect(rc.status, `${rc.stderr}`).toBe(0);
+    const withConsole = parseAllDocuments(rc.stdout).map((d) => d.toJS() as K8sObject | null).filter((o): o is K8sObject => o !== null);
+    const consoleSvc = named(withConsole, 'Service', 'gateway-generation-gateway-console');
+    const adminPort = consoleSvc.spec.ports.find((p) => p.name === 'admin')!.port;
+    expect(env.CONSOLE_URL).toBe(`http://gateway-generation-gateway-console:${adminPort}`);
+    const tokenRef = pod.spec.containers[0]!.env!.find((e) => e.name === 'CONSOLE_ADMIN_TOKEN')?.valueFrom?.secretKeyRef;
+    expect(tokenRef).toMatchObject({ name: 'gateway-console', key: 'CONSOLE_ADMIN_TOKEN' });
+    const consoleRules = named(withConsole, 'NetworkPolicy', 'gateway-generation-gateway-console').spec.ingress!;
+    const adminRule = consoleRules.find((rule) => rule.ports?.some((p) => p.port === 'admin'))!;
+    expect(adminRule.from!.some((peer) => peer.podSelector && selects(peer.podSelector.matchLabels, pod.metadata.labels))).toBe(true);
     expect(pod.spec.containers[0]!.image).toMatch(/\/admin-cli:/);
   });
 
@@ -378,6 +393,39 @@ describe('helm lint and helm template', () => {
     expect(named(apiOnly, 'Ingress', PREFIX).spec.tls).toEqual([{ secretName: 'api-tls', hosts: ['api.example.com'] }]);
   });
 
+  it.skipIf(!hasHelm)("serves the console's operator endpoints (/internal/*) on a port of their own that only the operator CLI's pods may reach", () => {
+    for (const ingressFrom of [undefined, []]) {
+      // An empty networkPolicy.ingressFrom opens the pages' port to every source; never the admin port.
+      const objs = render(nested({ ...EVERYTHING_ENABLED, ...(ingressFrom ? { 'networkPolicy.ingressFrom': ingressFrom } : {}) }));
+      const config = named(objs, 'ConfigMap', `${PREFIX}-console`).data!;
+      expect([config.CONSOLE_PORT, config.CONSOLE_ADMIN_PORT]).toEqual(['8081', '8082']);
+      const c = named(objs, 'Deployment', `${PREFIX}-console`).spec.template.spec.containers[0]!;
+      expect(c.ports?.find((p) => p.name === 'admin')?.containerPort).toBe(8082);
+      // Probes stay on the pages' port.
+      expect([c.startupProbe, c.readinessProbe, c.livenessProbe].map((p) => p?.httpGet?.port)).toEqual(['http', 'http', 'http']);
+      expect(named(objs, 'Service', `${PREFIX}-console`).spec.ports).toContainEqual(expect.objectContaining({ name: 'admin', port: 8082, targetPort: 'admin' }));
+      const rules = named(objs, 'NetworkPolicy', `${PREFIX}-console`).spec.ingress!;
+      const adminRules = rules.filter((r) => r.ports?.some((p) => p.port === 'admin' || p.port === 8082));
+      expect(adminRules).toHaveLength(1);
+      expect(adminRules[0]!.ports).toEqual([{ port: 'admin', protocol: 'TCP' }]);
+      expect(adminRules[0]!.from).toEqual([{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'generation-gateway', 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/component': 'admin-cli' } } }]);
+      // The public rule (ingress controller, or everyone) is for the pages' port only.
+      const publicRule = rules.find((r) => r.ports?.some((p) => p.port === 'http'))!;
+      expect(publicRule.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+      // The Ingress routes the pages' port only.
+      const backends = named(objs, 'Ingress', PREFIX).spec.rules.flatMap((r) => r.http.paths.map((p) => p.backend.service.port.name));
+      expect(new Set(backends)).toEqual(new Set(['http']));
+    }
+    // Without allowAdminCli nothing may reach the admin port.
+    const closed = render(nested({ 'console.enabled': true, 'networkPolicy.allowAdminCli': false }));
+    const closedRules = named(closed, 'NetworkPolicy', `${PREFIX}-console`).spec.ingress!;
+    expect(closedRules.filter((r) => r.ports?.some((p) => p.port === 'admin'))).toEqual([]);
+    // Another port on request.
+    const moved = render(nested({ 'console.enabled': true, 'console.adminPort': 9000 }));
+    expect(named(moved, 'ConfigMap', `${PREFIX}-console`).data!.CONSOLE_ADMIN_PORT).toBe('9000');
+    expect(named(moved, 'Service', `${PREFIX}-console`).spec.ports).toContainEqual(expect.objectContaining({ name: 'admin', port: 9000 }));
+  });
+
   it.skipIf(!hasHelm)('refuses invalid values (schema) and inconsistent ones (template checks)', () => {
     const cases: Array<[string[], string]> = [
       [['--set', 'gateway.publicBasePath=v1/'], 'publicBasePath'],
@@ -388,6 +436,8 @@ describe('helm lint and helm template', () => {
       [['--set', 'ingress.enabled=true', '--set', 'console.enabled=true'], 'console.ingress.host is required'],
       [['--set', 'ingress.enabled=true', '--set', 'console.enabled=true', '--set', 'console.ingress.host=api.example.com'], 'console.ingress.host (api.example.com) is one of ingress.hosts'],
       [['--set', 'console.ingress.host=Console_Example'], 'console.ingress.host'],
+      [['--set', 'console.adminPort=8081'], 'console.adminPort (8081) is taken'],
+      [['--set', 'console.adminPort=9464'], 'console.adminPort (9464) is taken'],
     ];
     for (const [args, message] of cases) {
       const r = helm(['template', RELEASE, chart, '--kube-version', KUBE_VERSION, ...args]);

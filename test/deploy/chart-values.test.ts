@@ -72,6 +72,8 @@ describe('values.schema.json', () => {
     ['migrations.hookDeletePolicy', 'always', 'must match pattern'],
     ['console.enabled', 'yes', 'must be boolean'],
     ['console.ingress.host', 'Console_Example', 'must match pattern'],
+    ['console.adminPort', 80, 'must be >= 1024'],
+    ['console.adminPort', '8082', 'must be integer'],
     ['console.ingress.host', 'console.example.com/', 'must match pattern'],
     // The console no longer shares the API's hosts under a path: it has a host of its own.
     ['ingress.consolePath', '/', 'must NOT have additional properties'],

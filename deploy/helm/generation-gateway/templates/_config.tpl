@@ -65,6 +65,7 @@ secret ones are read from the existing Secrets ("gg.secretEnv", a list of env en
 {{- else if eq .key "console" -}}
 {{- $_ := set $env "CONSOLE_HOST" "0.0.0.0" -}}
 {{- $_ := set $env "CONSOLE_PORT" (toString $c.port) -}}
+{{- $_ := set $env "CONSOLE_ADMIN_PORT" (toString $v.adminPort) -}}
 {{- $_ := set $env "CONSOLE_TRUST_PROXY" (toString $v.trustProxy) -}}
 {{- $publicUrl := $v.publicUrl -}}
 {{- if and (not $publicUrl) $root.Values.ingress.enabled $v.ingress.host -}}

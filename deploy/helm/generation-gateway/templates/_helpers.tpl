@@ -154,6 +154,9 @@ app.kubernetes.io/component: {{ $c.name }}
 {{- fail (printf "console.ingress.host (%s) is one of ingress.hosts: give the console a host of its own, apart from the API" .Values.console.ingress.host) -}}
 {{- end -}}
 {{- end -}}
+{{- if has (int .Values.console.adminPort) (list 8081 (int .Values.metrics.port)) -}}
+{{- fail (printf "console.adminPort (%v) is taken by the console's pages (8081) or metrics.port: give the operator endpoints a port of their own" .Values.console.adminPort) -}}
+{{- end -}}
 {{- range $key := list "gateway" "billing" "catalog" "text" "media" "videoJobs" "console" -}}
 {{- $a := (index $.Values $key).autoscaling -}}
 {{- if and $a.enabled (gt (int $a.minReplicas) (int $a.maxReplicas)) -}}

@@ -112,9 +112,10 @@ spec:
         {{- end }}
     {{- end }}
     {{- if and $np.allowAdminCli (has $key (list "billing" "catalog" "console")) }}
-    # The operator CLI run in the cluster (a Job or pod labelled component admin-cli; see deploy/README.md).
+    # The operator CLI run in the cluster (a Job or pod labelled component admin-cli; see deploy/README.md):
+    # on the console, its operator port only (`admin`, /internal/*), which nothing else may reach.
     - ports:
-        - port: {{ $portName }}
+        - port: {{ ternary "admin" $portName (eq $key "console") }}
           protocol: TCP
       from:
         - podSelector:
@@ -170,7 +171,7 @@ spec:
 {{- end -}}
 
 
-{{/* The operator CLI's pods (component admin-cli): DNS, and billing, catalog and the console only. */}}
+{{/* The operator CLI's pods (component admin-cli): DNS, and billing, catalog and the console's operator port only. */}}
 {{- define "gg.adminCliNetworkPolicy" -}}
 {{- $root := . -}}
 apiVersion: networking.k8s.io/v1
@@ -195,7 +196,7 @@ spec:
             matchLabels:
               {{- include "gg.selectorLabels" (dict "root" $root "key" $key) | nindent 14 }}
       ports:
-        - port: {{ ternary "http" "grpc" (eq $key "console") }}
+        - port: {{ ternary "admin" "grpc" (eq $key "console") }}
           protocol: TCP
     {{- end }}
     {{- end }}

@@ -150,6 +150,12 @@ spec:
             - name: {{ $portName }}
               containerPort: {{ $c.port }}
               protocol: TCP
+            {{- if eq .key "console" }}
+            # The operator endpoints (/internal/*, CONSOLE_ADMIN_PORT): never routed by the Ingress.
+            - name: admin
+              containerPort: {{ $v.adminPort }}
+              protocol: TCP
+            {{- end }}
             {{- if and $c.metrics $root.Values.metrics.enabled }}
             - name: metrics
               containerPort: {{ $root.Values.metrics.port }}
@@ -203,6 +209,13 @@ spec:
     - name: http
       port: {{ if $isGateway }}{{ $v.service.port }}{{ else }}{{ $c.port }}{{ end }}
       targetPort: http
+      protocol: TCP
+      appProtocol: http
+    {{- end }}
+    {{- if eq .key "console" }}
+    - name: admin
+      port: {{ $v.adminPort }}
+      targetPort: admin
       protocol: TCP
       appProtocol: http
     {{- end }}
