@@ -4,7 +4,7 @@ import fastifyFormbody from '@fastify/formbody';
 import { accessLog } from '@gw/service-kit';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { ResolvedSession } from './auth/sessions.ts';
-import type { BillingClient } from './billing/clients.ts';
+import type { AlertsClient, BillingClient } from './billing/clients.ts';
 import type { Permission } from './members/roles.ts';
 import type { ConsoleDeps, RouteDeps } from './deps.ts';
 import { registerAssets } from './http/assets.ts';
@@ -13,6 +13,8 @@ import { registerErrorPages } from './http/error-pages.ts';
 import { applySecurityHeaders, registerSecurityHeaders } from './http/security-headers.ts';
 import { messagePage } from './views/auth.view.ts';
 import { accountRoutes } from './routes/account.routes.ts';
+import { alertsRoutes } from './routes/alerts.routes.ts';
+import { auditRoutes } from './routes/audit.routes.ts';
 import { activityRoutes } from './routes/activity.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
 import { balanceRoutes } from './routes/balance.routes.ts';
@@ -31,6 +33,8 @@ declare module 'fastify' {
     memberSession: ResolvedSession | null;
     /** Billing as this member may use it (role-checked); set by the member guard. */
     billing: BillingClient;
+    /** Billing's alerts and audit trail as this member may use them; set by the member guard. */
+    alerts: AlertsClient;
   }
   interface FastifyContextConfig {
     /** What a member route needs; a member route without one is refused to everyone. */
@@ -67,6 +71,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   };
   app.decorateRequest('memberSession', null);
   app.decorateRequest('billing', null as unknown as BillingClient);
+  app.decorateRequest('alerts', null as unknown as AlertsClient);
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody, { bodyLimit: BODY_LIMIT });
   registerSecurityHeaders(app, deps.publicOrigin);
@@ -92,6 +97,8 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     await member.register(balanceRoutes, routeDeps);
     await member.register(accountRoutes, routeDeps);
     await member.register(membersRoutes, routeDeps);
+    await member.register(alertsRoutes, routeDeps);
+    await member.register(auditRoutes, routeDeps);
   });
   return app;
 }

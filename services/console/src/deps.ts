@@ -2,13 +2,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Sessions } from './auth/sessions.ts';
 import type { LoginThrottle } from './auth/throttle.ts';
 import type { Hmac } from './auth/secrets.ts';
-import type { BillingClient, CatalogClient } from './billing/clients.ts';
+import type { AlertsClient, BillingClient, CatalogClient } from './billing/clients.ts';
 import type { CookieSettings } from './http/cookies.ts';
 import type { Members } from './members/members.ts';
 
 /** What the app is built with (`main.ts` makes them, tests make their own). */
 export interface ConsoleDeps {
   billing: BillingClient;
+  alerts: AlertsClient;
   catalog: CatalogClient;
   sessions: Sessions;
   throttle: LoginThrottle;

@@ -1,4 +1,4 @@
-import { billingV1, catalogV1, createClient } from '@gw/contracts';
+import { alertsV1, billingV1, catalogV1, createClient } from '@gw/contracts';
 import { createLogger, onShutdown, runMigrations, startTelemetry, writeReadyFile } from '@gw/service-kit';
 import { buildAdminApp, buildApp } from './app.ts';
 import { startHousekeeping } from './auth/housekeeping.ts';
@@ -21,6 +21,7 @@ if (config.MIGRATE_ON_START) {
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 }
 const billing = createClient(billingV1.BillingService, config.BILLING_ADDR);
+const alerts = createClient(alertsV1.AlertsService, config.BILLING_ADDR);
 const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
 
 const minute = 60_000;
@@ -50,6 +51,7 @@ let ready = false;
 let listening = listenOrigin(config.CONSOLE_HOST, config.CONSOLE_PORT);
 const deps = {
   billing,
+  alerts,
   catalog,
   sessions,
   throttle,
@@ -90,6 +92,7 @@ onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
   () => stopHousekeeping(),
   () => {
     billing.close();
+    alerts.close();
     catalog.close();
   },
   () => orm.close(),

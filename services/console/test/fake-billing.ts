@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
-import { billingV1, catalogV1, type CallOptions } from '@gw/contracts';
+import { alertsV1, billingV1, catalogV1, type CallOptions } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import type { BillingClient, CatalogClient } from '../src/billing/clients.ts';
+import type { AlertsClient, BillingClient, CatalogClient } from '../src/billing/clients.ts';
 
 /**
  * Billing as the console sees it, in memory, with the same ownership rule as the real one: a key
@@ -24,6 +24,12 @@ export class FakeBilling {
   readonly keys = new Map<string, FakeKey>();
   /** Requests of the activity log, newest first (pages of two). */
   readonly activity: Array<{ accountId: string; requestId: string; clientRequestId: string; keyId: string; endpoint: string; model: string; inputTokens: bigint; outputTokens: bigint; units: bigint; credits: bigint; status: string; latencyMs: bigint; createdAtUnixMs: bigint }> = [];
+  /** Billing's alerts, deliveries and audit trail, as billing's AlertsService answers them. */
+  readonly alerts = new Map<string, alertsV1.Alert>();
+  readonly deliveries: alertsV1.Delivery[] = [];
+  readonly auditEvents: alertsV1.AuditEvent[] = [];
+  /** Billing's clock (its audit events' times); tests on a moved clock set it. */
+  nowMs: () => number = () => Date.now();
   #next = 0;
 
   addAccount(id: string, name: string): void {
@@ -146,6 +152,61 @@ export class FakeBilling {
     };
     return impl as unknown as BillingClient;
   }
+}
+
+/** Billing's AlertsService in memory, recording its calls (with their actor) in the same list. */
+export function fakeAlerts(billing: FakeBilling): AlertsClient {
+  const record = (method: string, opts: CallOptions | undefined, accountId: string) => {
+    const actor = opts?.metadata?.['gw-actor'];
+    const origin = opts?.metadata?.['gw-actor-origin'];
+    billing.calls.push({ method, accountId, ...(actor ? { actor } : {}), ...(origin ? { origin } : {}) });
+    // Billing records every change in its audit trail with the caller's actor and origin.
+    if (['setAlert', 'clearAlert'].includes(method)) {
+      billing.auditEvents.unshift(
+        create(alertsV1.AuditEventSchema, { eventId: crypto.randomUUID(), accountId, actor: actor ?? 'unknown', origin: origin ?? '', action: `alerts.${method[0]!.toUpperCase()}${method.slice(1)}`, details: '{}', createdAtUnixMs: BigInt(billing.nowMs()) }),
+      );
+    }
+  };
+  const owned = (alertId: string) => {
+    const a = billing.alerts.get(alertId);
+    if (!a) throw new GatewayError('not_found', 'No such alert.');
+    return a;
+  };
+  const impl = {
+    setAlert: async (req: { accountId?: string; lowBalance?: bigint; monthlyBudget?: bigint; budgetThresholds?: number[]; webhookUrl?: string }, opts?: CallOptions) => {
+      if (!(req.webhookUrl ?? '').startsWith('https://')) throw new GatewayError('invalid_request', 'The webhook URL must be https on a public address.');
+      const alertId = crypto.randomUUID();
+      const thresholds = req.budgetThresholds?.length ? req.budgetThresholds : req.monthlyBudget ? [50, 80, 100] : [];
+      billing.alerts.set(
+        alertId,
+        create(alertsV1.AlertSchema, { alertId, accountId: req.accountId ?? '', lowBalance: req.lowBalance ?? 0n, monthlyBudget: req.monthlyBudget ?? 0n, budgetThresholds: thresholds, webhookUrl: req.webhookUrl ?? '', lowBalanceArmed: true, createdAtUnixMs: 1_740_000_000_000n }),
+      );
+      record('setAlert', opts, req.accountId ?? '');
+      return create(alertsV1.SetAlertResponseSchema, { alertId, secret: `whsec_${Buffer.from(alertId).toString('base64')}` });
+    },
+    listAlerts: async (req: { accountId?: string }) =>
+      create(alertsV1.ListAlertsResponseSchema, { alerts: [...billing.alerts.values()].filter((a) => a.accountId === req.accountId) }),
+    clearAlert: async (req: { alertId?: string }, opts?: CallOptions) => {
+      const a = owned(req.alertId ?? '');
+      billing.alerts.delete(a.alertId);
+      record('clearAlert', opts, a.accountId);
+      return create(alertsV1.ClearAlertResponseSchema, {});
+    },
+    testAlert: async (req: { alertId?: string }, opts?: CallOptions) => {
+      const a = owned(req.alertId ?? '');
+      record('testAlert', opts, a.accountId);
+      const deliveryId = `alrt_${crypto.randomUUID().replaceAll('-', '')}`;
+      billing.deliveries.unshift(create(alertsV1.DeliverySchema, { deliveryId, alertId: a.alertId, type: 'alert.test', status: 'pending', attempts: 0, createdAtUnixMs: 1_740_000_000_000n }));
+      return create(alertsV1.TestAlertResponseSchema, { deliveryId });
+    },
+    listDeliveries: async (req: { accountId?: string }) => {
+      const ids = new Set([...billing.alerts.values()].filter((a) => a.accountId === req.accountId).map((a) => a.alertId));
+      return create(alertsV1.ListDeliveriesResponseSchema, { deliveries: billing.deliveries.filter((d) => ids.has(d.alertId)) });
+    },
+    listAuditEvents: async (req: { accountId?: string; limit?: number }) =>
+      create(alertsV1.ListAuditEventsResponseSchema, { events: billing.auditEvents.filter((e) => e.accountId === req.accountId).slice(0, req.limit || 200) }),
+  };
+  return impl as unknown as AlertsClient;
 }
 
 export function fakeCatalog(): CatalogClient {

@@ -9,7 +9,7 @@ import { Sessions } from '../src/auth/sessions.ts';
 import { LoginThrottle, type ThrottlePolicy } from '../src/auth/throttle.ts';
 import { consoleOrm } from '../src/db/orm.ts';
 import { Members } from '../src/members/members.ts';
-import { fakeCatalog, type FakeBilling } from './fake-billing.ts';
+import { fakeAlerts, fakeCatalog, type FakeBilling } from './fake-billing.ts';
 
 export const TEST_ORIGIN = 'https://console.test';
 
@@ -59,6 +59,7 @@ export async function testApp(
   const members = new Members(orm, hmac, sessions, { inviteMs: 72 * 3600_000, resetMs: 3600_000 }, now);
   const deps: ConsoleDeps = {
     billing: billing.client(),
+    alerts: fakeAlerts(billing),
     catalog: fakeCatalog(),
     sessions,
     // A minute's first delay: the app's tests run on the real clock, and a slow machine must not

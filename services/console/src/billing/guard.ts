@@ -1,7 +1,7 @@
 import type { CallOptions } from '@gw/contracts';
 import type { SessionMember } from '../auth/sessions.ts';
 import { can, ForbiddenError, type Permission } from '../members/roles.ts';
-import type { BillingClient } from './clients.ts';
+import type { AlertsClient, BillingClient } from './clients.ts';
 
 /**
  * The billing calls a member's request may make, checked at the one place every such call goes
@@ -54,6 +54,43 @@ export function guardedBilling(billing: BillingClient, member: SessionMember, ke
           throw new ForbiddenError(`billing ${method} is not a console call`);
         }
         if (typeof call !== 'function') throw new ForbiddenError(`billing ${method} is not a console call`);
+        return call.call(target, req, actorOptions(member, origin, opts));
+      };
+    },
+  });
+}
+
+/** The alerts calls a member's request may make, and what each needs (anything else is refused). */
+const ALERT_CALLS: Record<string, Permission | 'any'> = {
+  // Every page's banner says when an alert of the account has crossed: whoever is signed in reads it.
+  listAlerts: 'any',
+  listDeliveries: 'alerts.manage',
+  setAlert: 'alerts.manage',
+  clearAlert: 'alerts.manage',
+  testAlert: 'alerts.manage',
+  listAuditEvents: 'audit.view',
+};
+
+/**
+ * Billing's AlertsService as the member may use it: each call needs its permission, names the
+ * member's own account, and a call on one alert (clear, test) must be on an alert of that account
+ * (looked up first: billing's rpcs take only the alert's id). Calls carry the member as actor.
+ */
+export function guardedAlerts(alerts: AlertsClient, member: SessionMember, origin: string): AlertsClient {
+  const own = async (alertId: string) => (await alerts.listAlerts({ accountId: member.accountId })).alerts.some((a) => a.alertId === alertId);
+  return new Proxy(alerts, {
+    get(target, method) {
+      if (typeof method !== 'string' || method === 'then') return undefined;
+      const call = (target as unknown as Record<string, (req: { accountId?: string; alertId?: string }, opts: CallOptions) => Promise<unknown>>)[method];
+      return async (req: { accountId?: string; alertId?: string }, opts?: CallOptions) => {
+        const needs = ALERT_CALLS[method];
+        if (needs === undefined || typeof call !== 'function') throw new ForbiddenError(`alerts ${method} is not a console call`);
+        if (needs !== 'any' && !can(member.role, needs)) throw new ForbiddenError(`alerts ${method} needs ${needs}`);
+        if ('alertId' in req) {
+          if (!(await own(req.alertId ?? ''))) throw new ForbiddenError(`alerts ${method} on another account's alert`);
+        } else if (req.accountId !== member.accountId) {
+          throw new ForbiddenError(`alerts ${method} for another account`);
+        }
         return call.call(target, req, actorOptions(member, origin, opts));
       };
     },

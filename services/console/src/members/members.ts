@@ -62,6 +62,17 @@ export const NOTICE_TEXT: Record<NoticeKind, string> = {
 /** How long a notice the member has read is kept. */
 const NOTICE_KEEP_MS = 180 * 86_400_000;
 
+/** A change to members or roles, as the console's audit trail keeps it. */
+export interface ConsoleAuditEvent {
+  actor: string;
+  origin: string;
+  /** `console.InviteMember`, `console.SetRole`, `console.RemoveMember`, `console.SetRequireTotp`. */
+  action: string;
+  /** JSON. */
+  details: string;
+  at: Date;
+}
+
 export interface MemberListing {
   memberId: string;
   email: string;
@@ -311,6 +322,30 @@ export class Members {
   async #keepAnOwner(tx: EntityManager, member: MemberRow): Promise<void> {
     const others = await tx.execute<{ n: string }[]>(`select count(*)::text as n from member where account_id = ? and role = 'owner' and id <> ?`, [member.account_id, member.id]);
     if (Number(others[0]?.n ?? 0) === 0) throw new MemberError('last-owner', 'An account always keeps one owner: make another member owner first.');
+  }
+
+  /**
+   * Appends a change to members or roles to the console's audit trail (who: `member:<id>` or
+   * `operator:<name>`; from where: the client's address). Recorded right after the change.
+   */
+  async recordAudit(event: { accountId: string; actor: string; origin: string; action: string; details: Record<string, unknown> }): Promise<void> {
+    await this.#orm.em.fork().execute('insert into audit_event (account_id, actor, origin, action, details, created_at) values (?, ?, ?, ?, ?, ?)', [
+      event.accountId,
+      event.actor,
+      event.origin,
+      event.action,
+      JSON.stringify(event.details),
+      this.#now(),
+    ]);
+  }
+
+  /** The console's audit trail of an account, newest first. */
+  async auditEvents(accountId: string, limit: number): Promise<ConsoleAuditEvent[]> {
+    const rows = await this.#orm.em.fork().execute<{ actor: string; origin: string; action: string; details: unknown; created_at: Date }[]>(
+      'select actor, origin, action, details, created_at from audit_event where account_id = ? order by created_at desc, id desc limit ?',
+      [accountId, limit],
+    );
+    return rows.map((r) => ({ actor: r.actor, origin: r.origin, action: r.action, details: typeof r.details === 'string' ? r.details : JSON.stringify(r.details), at: new Date(r.created_at) }));
   }
 
   /** Records who created a key in the console (a developer manages only their own keys). */

@@ -1,5 +1,5 @@
 import { GatewayError } from '@gw/errors';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { RouteDeps } from '../deps.ts';
 import { safeEqual } from '../auth/secrets.ts';
@@ -7,6 +7,8 @@ import { setPasswordUrl } from '../http/origins.ts';
 import { EMAIL_MAX, MemberError, type IssuedLink, type MemberRow } from '../members/members.ts';
 import { ROLES } from '../members/roles.ts';
 
+/** How an operator names themselves (as the operator CLI does for billing). */
+const ACTOR = /^operator:[\w.@-]{1,64}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const CreateMember = z.object({
@@ -61,6 +63,23 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     }
   });
 
+  /**
+   * Appends an operator's change to members to the console's audit trail. The operator names
+   * themselves like billing's callers do, in `gw-actor: operator:<name>` (and `gw-actor-origin`)
+   * request headers; else the operator is unnamed.
+   */
+  const audit = (request: FastifyRequest, accountId: string, action: string, details: Record<string, unknown>) => {
+    const named = request.headers['gw-actor'];
+    const origin = request.headers['gw-actor-origin'];
+    return deps.members.recordAudit({
+      accountId,
+      actor: typeof named === 'string' && ACTOR.test(named) ? named : 'operator',
+      origin: typeof origin === 'string' && origin.length <= 200 ? origin : request.ip,
+      action,
+      details,
+    });
+  };
+
   app.post('/internal/members', async (request, reply) => {
     const parsed = CreateMember.safeParse(request.body);
     if (!parsed.success) return reply.code(400).send(fail('invalid_request', `Send {"account_id", "email", "role"?} as JSON; role is one of ${ROLES.join(', ')}.`));
@@ -80,6 +99,7 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
         ? reply.code(409).send(fail('duplicate_request', err.message))
         : reply.code(400).send(fail('invalid_request', err.message));
     }
+    await audit(request, accountId, 'console.InviteMember', { member_id: member.memberId, email: email.trim().toLowerCase(), role, created: member.created });
     request.log.info({ member: member.memberId, account: accountId, role, created: member.created }, 'member created by operator');
     if (generate) {
       const password = await deps.members.setGeneratedPassword(member.memberId);
@@ -119,7 +139,12 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     if (!parsed.success || !UUID.test(parsed.data.member_id)) {
       return reply.code(400).send(fail('invalid_request', `Send {"member_id", "role"} as JSON; role is one of ${ROLES.join(', ')}.`));
     }
-    return memberChange(reply, () => deps.members.setRole(parsed.data.member_id.toLowerCase(), parsed.data.role), (m) => {
+    const change = async () => {
+      const m = await deps.members.setRole(parsed.data.member_id.toLowerCase(), parsed.data.role);
+      await audit(request, m.account_id, 'console.SetRole', { member_id: m.id, email: m.email, to: parsed.data.role });
+      return m;
+    };
+    return memberChange(reply, change, (m) => {
       request.log.info({ member: m.id, role: parsed.data.role }, 'member role changed by operator');
       return { member_id: m.id, email: m.email, role: parsed.data.role };
     });
@@ -129,7 +154,12 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
   app.post('/internal/members/remove', async (request, reply) => {
     const parsed = RemoveMember.safeParse(request.body);
     if (!parsed.success || !UUID.test(parsed.data.member_id)) return reply.code(400).send(fail('invalid_request', 'Send {"member_id"} as JSON.'));
-    return memberChange(reply, () => deps.members.remove(parsed.data.member_id.toLowerCase()), (m) => {
+    const change = async () => {
+      const m = await deps.members.remove(parsed.data.member_id.toLowerCase());
+      await audit(request, m.account_id, 'console.RemoveMember', { member_id: m.id, email: m.email, role: m.role });
+      return m;
+    };
+    return memberChange(reply, change, (m) => {
       request.log.info({ member: m.id }, 'member removed by operator');
       return { member_id: m.id, email: m.email, removed: true };
     });

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { csrfTokenValid, sameOrigin, sessionCsrfToken } from '../auth/csrf.ts';
 import type { RouteDeps } from '../deps.ts';
-import { guardedBilling } from '../billing/guard.ts';
+import { guardedAlerts, guardedBilling } from '../billing/guard.ts';
 import { can } from '../members/roles.ts';
 import { forbiddenPage, messagePage } from '../views/auth.view.ts';
 
 const READ_ONLY = new Set(['GET', 'HEAD']);
 /** Where a signed-out visitor may be sent back to after signing in: our own paths only. */
-const NEXT = /^\/(?:keys|usage|activity|balance|account|members)(?:[/?][A-Za-z0-9\-._~/?=&%]*)?$/;
+const NEXT = /^\/(?:keys|usage|activity|balance|account|members|alerts|audit)(?:[/?][A-Za-z0-9\-._~/?=&%]*)?$/;
 
 export function safeNext(next: string): string {
   return next.length <= 300 && NEXT.test(next) ? next : '';
@@ -46,6 +46,7 @@ export function requireMember(app: FastifyInstance, deps: RouteDeps): void {
     }
     // Every billing call of this request goes through the role check too.
     request.billing = guardedBilling(deps.billing, session.member, (keyId) => deps.members.keyCreator(keyId), request.ip);
+    request.alerts = guardedAlerts(deps.alerts, session.member, request.ip);
   });
 
   app.addHook('preHandler', async (request, reply) => {

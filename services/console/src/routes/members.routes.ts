@@ -37,6 +37,10 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
       .send(membersPage({ viewer: ctx.viewer, members, memberId: ctx.member.memberId, requireTotp, ...extra }).value);
   };
 
+  /** Appends a change made by the signed-in member to the console's audit trail. */
+  const audit = (request: FastifyRequest, action: string, details: Record<string, unknown>) =>
+    deps.members.recordAudit({ accountId: request.memberSession!.member.accountId, actor: `member:${request.memberSession!.member.memberId}`, origin: request.ip, action, details });
+
   /** The member of the path, when it is one of this account's and the asker may manage their role. */
   async function target(request: MemberRequest) {
     const { member } = request.memberSession!;
@@ -70,6 +74,7 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
       return show(request, reply, { email, notice: { kind: 'error', text: err.message } }, err.reason === 'exists' ? 409 : 400);
     }
     const link = await deps.members.issueSetPasswordToken(created.memberId);
+    await audit(request, 'console.InviteMember', { member_id: created.memberId, email: email.trim().toLowerCase(), role, created: created.created });
     request.log.info({ member: member.memberId, invited: created.memberId, role }, 'member invited');
     const invited: InvitedLink = { email: email.trim().toLowerCase(), role, url: setPasswordUrl(deps.linkOrigin(), link.token), expiresAt: link.expiresAt.toISOString() };
     flash.write(reply, request.memberSession!.idHash, invited);
@@ -85,6 +90,7 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
       return show(request, reply, { notice: { kind: 'error', text: 'Turn on your own two-step sign-in first (account page).' } }, 400);
     }
     await deps.members.setRequireTotp(member.accountId, required);
+    await audit(request, 'console.SetRequireTotp', { required });
     request.log.info({ member: member.memberId, required }, 'two-step sign-in requirement changed');
     return reply.redirect(`/account?done=${required ? 'require-totp-on' : 'require-totp-off'}`, 303);
   });
@@ -104,6 +110,7 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
       if (err instanceof MemberError) return show(request, reply, { notice: { kind: 'error', text: err.message } }, 400);
       throw err;
     }
+    await audit(request, 'console.SetRole', { member_id: t.found.id, email: t.found.email, from: t.found.role, to: role });
     request.log.info({ member: request.memberSession!.member.memberId, target: t.found.id, role }, 'member role changed');
     return reply.redirect('/members?done=role-changed', 303);
   });
@@ -119,6 +126,7 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
       if (err instanceof MemberError) return show(request, reply, { notice: { kind: 'error', text: err.message } }, 400);
       throw err;
     }
+    await audit(request, 'console.RemoveMember', { member_id: t.found.id, email: t.found.email, role: t.found.role });
     request.log.info({ member: request.memberSession!.member.memberId, target: t.found.id }, 'member removed');
     return reply.redirect('/members?done=member-removed', 303);
   });

@@ -1,4 +1,6 @@
 import type { FastifyRequest } from 'fastify';
+import type { alertsV1 } from '@gw/contracts';
+import { formatInteger } from '../views/format.ts';
 import type { RouteDeps } from '../deps.ts';
 import { sessionCsrfToken } from '../auth/csrf.ts';
 import type { SessionMember } from '../auth/sessions.ts';
@@ -28,6 +30,14 @@ export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promi
       },
     ),
   ]);
+  // The banner of crossed alerts: one more call beside the balance's, made in parallel with it.
+  const alertsCrossed = await request.alerts.listAlerts({ accountId: member.accountId }).then(
+    ({ alerts }) => crossedAlerts(alerts),
+    (err: unknown) => {
+      request.log.warn({ err }, 'alerts unavailable for the page banner');
+      return [];
+    },
+  );
   return {
     member,
     accountTimeZone: account.timeZone,
@@ -38,11 +48,28 @@ export async function viewerFor(request: FastifyRequest, deps: RouteDeps): Promi
       timeZone: member.timeZone ?? account.timeZone,
       csrf: sessionCsrfToken(deps.hmac, session.idHash),
       balance,
+      alertsCrossed,
       unseenNotices,
       role: member.role,
       permissions: new Set(PERMISSIONS.filter((p) => can(member.role, p))),
     },
   };
+}
+
+/**
+ * What the banner says of the account's alerts that crossed and have not re-armed: a low-balance
+ * threshold reached (until a top-up lifts the balance back) and the budget percentages reached
+ * this month (until the month ends).
+ */
+export function crossedAlerts(alerts: readonly alertsV1.Alert[]): string[] {
+  const out: string[] = [];
+  for (const a of alerts) {
+    if (a.lowBalance > 0n && !a.lowBalanceArmed) out.push(`The balance fell below ${formatInteger(a.lowBalance)} credits.`);
+    if (a.monthlyBudget > 0n && a.budgetFired.length > 0) {
+      out.push(`This month's spending reached ${Math.max(...a.budgetFired)}% of the ${formatInteger(a.monthlyBudget)}-credit budget.`);
+    }
+  }
+  return [...new Set(out)];
 }
 
 /** Confirmations shown after a redirect, by fixed code: nothing from the URL is ever echoed. */
@@ -61,6 +88,8 @@ const NOTICES: Record<string, Notice> = {
   'totp-on': { kind: 'success', text: 'Two-step sign-in is on: signing in now also asks for a code from your app.' },
   'totp-off': { kind: 'success', text: 'Two-step sign-in is off.' },
   'session-ended': { kind: 'success', text: 'The session is ended: that browser is signed out.' },
+  'alert-cleared': { kind: 'success', text: 'The alert is cleared. Its delivery log stays; deliveries not yet sent are dropped.' },
+  'alert-tested': { kind: 'success', text: 'A test delivery is on its way. Follow it in the delivery log below.' },
   'logged-out': { kind: 'success', text: 'You are signed out.' },
   'logged-out-everywhere': { kind: 'success', text: 'You are signed out on every device.' },
 };

@@ -13,6 +13,8 @@ export interface Viewer {
   csrf: string;
   /** The wallet balance in credits, shown in every page's header; undefined when billing could not say. */
   balance: bigint | undefined;
+  /** The account's alerts that crossed and have not re-armed, as sentences (the banner on every page). */
+  alertsCrossed: readonly string[];
   /** Security notices about the member's sign-in not seen yet (a password changed, a link issued). */
   unseenNotices: number;
   role: Role;
@@ -31,6 +33,8 @@ const NAV: Array<{ href: string; label: string; needs: Permission }> = [
   { href: '/activity', label: 'Activity', needs: 'usage.view' },
   { href: '/balance', label: 'Balance', needs: 'balance.view' },
   { href: '/members', label: 'Members', needs: 'members.manage' },
+  { href: '/alerts', label: 'Alerts', needs: 'alerts.manage' },
+  { href: '/audit', label: 'Audit', needs: 'audit.view' },
   { href: '/account', label: 'Account', needs: 'self' },
 ];
 
@@ -109,7 +113,13 @@ export function page(opts: { title: string; path: string; viewer: Viewer; notice
     viewer.unseenNotices > 0 && opts.path !== '/account'
       ? html`<p class="security-banner" role="status"><a href="/account#notices-heading">${viewer.unseenNotices === 1 ? 'A new security notice' : `${viewer.unseenNotices} new security notices`} about your sign-in: read ${viewer.unseenNotices === 1 ? 'it' : 'them'} on the account page.</a></p>`
       : '';
-  return document(opts.title, header, [security, noticeBox(opts.notice), opts.body], footer);
+  const alerts =
+    viewer.alertsCrossed.length > 0
+      ? html`<div class="alert-banner" role="status" data-alert-banner><strong>Alert:</strong> ${viewer.alertsCrossed.map((t) => html`<span>${t}</span> `)}${
+          viewer.permissions.has('alerts.manage') ? html`<a href="/alerts">See the alerts</a>` : ''
+        }</div>`
+      : '';
+  return document(opts.title, header, [alerts, security, noticeBox(opts.notice), opts.body], footer);
 }
 
 /** A page for someone not signed in (login, set password, errors before login). */

@@ -5,6 +5,7 @@ import { Migration004Roles } from './migration-004-roles.ts';
 import { Migration005SessionDevices } from './migration-005-session-devices.ts';
 import { Migration006Totp } from './migration-006-totp.ts';
 import { Migration007AccountSecurity } from './migration-007-account-security.ts';
+import { Migration008Audit } from './migration-008-audit.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const consoleMigrations = [
@@ -15,4 +16,5 @@ export const consoleMigrations = [
   { name: 'Migration005SessionDevices', class: Migration005SessionDevices },
   { name: 'Migration006Totp', class: Migration006Totp },
   { name: 'Migration007AccountSecurity', class: Migration007AccountSecurity },
+  { name: 'Migration008Audit', class: Migration008Audit },
 ];
