@@ -62,8 +62,8 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
   }
 
   const ALLOWED: Record<Role, Set<string>> = {
-    owner: new Set(['/keys', '/key', '/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account', '/members']),
-    admin: new Set(['/keys', '/key', '/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account', '/members']),
+    owner: new Set(['/keys', '/key', '/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account', '/members', '/alerts', '/audit']),
+    admin: new Set(['/keys', '/key', '/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account', '/members', '/audit']),
     developer: new Set(['/keys', '/key', '/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account']),
     viewer: new Set(['/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account']),
   };
@@ -74,17 +74,19 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
     for (const role of ROLES) {
       const { browser } = await member(role);
       const seen: Array<[string, number]> = [];
-      for (const page of ['/keys', '/key', '/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account', '/members']) {
+      for (const page of ['/keys', '/key', '/usage', '/usage.csv', '/activity', '/activity.csv', '/balance', '/account', '/members', '/alerts', '/audit']) {
         const res = await browser.get(page === '/key' ? `/keys/${ownerKey}` : page);
         seen.push([page, res.statusCode]);
       }
       expect([role, seen]).toEqual([role, [...seen].map(([page]) => [page, ALLOWED[role].has(page) ? 200 : 403])]);
       const nav = (await browser.get('/account')).body;
-      expect([role, nav.includes('href="/keys"'), nav.includes('href="/members"'), nav.includes('href="/usage"')]).toEqual([
+      expect([role, nav.includes('href="/keys"'), nav.includes('href="/members"'), nav.includes('href="/usage"'), nav.includes('href="/alerts"'), nav.includes('href="/audit"')]).toEqual([
         role,
         ALLOWED[role].has('/keys'),
         ALLOWED[role].has('/members'),
         true,
+        ALLOWED[role].has('/alerts'),
+        ALLOWED[role].has('/audit'),
       ]);
     }
   });
