@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CHART, SERVICES, facts, knownEnvNames, read, serviceDirs, sourceHasDatabase } from './support.ts';
+import { CHART, DEPLOY, SERVICES, facts, knownEnvNames, read, serviceDirs, sourceHasDatabase } from './support.ts';
 
 // The chart, checked without helm (helm is not installable on every machine; chart-helm.test.ts
 // renders it where it is). Go templates are not YAML, so these checks read the templates as
@@ -191,5 +191,17 @@ describe('chart templates (static)', () => {
     expect(chart.dependencies).toBeUndefined();
     expect(values.console!.enabled).toBe(false);
     expect(values.simulator!.enabled).toBe(false);
+  });
+
+  it("points the operator guides' CONSOLE_URL at the console's operator port, never its pages' port", () => {
+    const adminPort = values.console!.adminPort as number;
+    expect(adminPort).not.toBe(facts('console').port);
+    const guide = read(DEPLOY, 'README.md');
+    const urls = [...guide.matchAll(/CONSOLE_URL=http:\/\/[a-z0-9-]+-console:(\d+)/g)].map((m) => Number(m[1]));
+    expect(urls.length).toBeGreaterThan(0);
+    expect(urls.every((port) => port === adminPort), `${urls.join(', ')}`).toBe(true);
+    // Day 1 names both hosts' DNS: the API's and the console's own.
+    expect(guide).toMatch(/DNS and certificates for two hosts/);
+    expect(guide).toContain('console.ingress.host');
   });
 });
