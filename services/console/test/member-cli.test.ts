@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -65,5 +65,12 @@ describe('pnpm admin member add / list / role / remove', () => {
     expect([last.code, last.out]).toEqual([1, { error: { code: 'invalid_request', message: 'An account always keeps one owner: make another member owner first.' } }]);
     expect((await admin('member', 'remove', '--member', String(dev.out.member_id))).out).toMatchObject({ removed: true });
     expect(((await admin('member', 'list', '--account', account)).out.members as unknown[]).length).toBe(1);
+    // The console's audit trail names the operator the CLI runs as, from where (cli@<host>).
+    const rows = await orm.em.fork().execute<Array<{ actor: string; origin: string; action: string }>>(
+      'select actor, origin, action from audit_event where account_id = ? order by id',
+      [account],
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(4);
+    for (const row of rows) expect(row).toMatchObject({ actor: `operator:${userInfo().username}`, origin: `cli@${hostname()}` });
   }, 90_000);
 });

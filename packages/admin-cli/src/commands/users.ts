@@ -1,6 +1,6 @@
 import { GatewayError, isErrorCode } from '@gw/errors';
 import type { Command } from 'commander';
-import { localRun, UnreachableError, type Clients } from '../clients.ts';
+import { actorMetadata, localRun, UnreachableError, type Clients } from '../clients.ts';
 import { UsageError } from '../output.ts';
 
 type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean) => Promise<void>;
@@ -25,7 +25,8 @@ export async function postConsole(path: string, body: unknown): Promise<Record<s
   const ask = (signal: AbortSignal) =>
     fetch(new URL(path, url), {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      // The operator is named in the console's audit trail as in billing's (gw-actor, gw-actor-origin).
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...actorMetadata() },
       body: JSON.stringify(body),
       signal,
     });
