@@ -6,6 +6,7 @@ import { Migration005SessionDevices } from './migration-005-session-devices.ts';
 import { Migration006Totp } from './migration-006-totp.ts';
 import { Migration007AccountSecurity } from './migration-007-account-security.ts';
 import { Migration008Audit } from './migration-008-audit.ts';
+import { Migration009Passkeys } from './migration-009-passkeys.ts';
 
 /** Applied in order; names are stored in the schema's migrations table. */
 export const consoleMigrations = [
@@ -17,4 +18,5 @@ export const consoleMigrations = [
   { name: 'Migration006Totp', class: Migration006Totp },
   { name: 'Migration007AccountSecurity', class: Migration007AccountSecurity },
   { name: 'Migration008Audit', class: Migration008Audit },
+  { name: 'Migration009Passkeys', class: Migration009Passkeys },
 ];
