@@ -5,6 +5,7 @@ import type { Hmac } from './auth/secrets.ts';
 import type { AlertsClient, BillingClient, CatalogClient } from './billing/clients.ts';
 import type { CookieSettings } from './http/cookies.ts';
 import type { Members } from './members/members.ts';
+import type { Passkeys } from './auth/passkeys.ts';
 
 /** What the app is built with (`main.ts` makes them, tests make their own). */
 export interface ConsoleDeps {
@@ -14,6 +15,8 @@ export interface ConsoleDeps {
   sessions: Sessions;
   throttle: LoginThrottle;
   members: Members;
+  /** Passkeys as a second factor; undefined (off) without `CONSOLE_PUBLIC_URL` (the relying party). */
+  passkeys?: Passkeys | undefined;
   hmac: Hmac;
   logger: FastifyBaseLogger;
   /** Origin browsers use (config); undefined: the request's own scheme and Host. */

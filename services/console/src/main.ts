@@ -9,6 +9,7 @@ import { consoleConfig } from './config.ts';
 import { consoleOrm } from './db/orm.ts';
 import { listenOrigin } from './http/origins.ts';
 import { Members } from './members/members.ts';
+import { Passkeys } from './auth/passkeys.ts';
 
 const config = consoleConfig();
 const telemetry = startTelemetry({ serviceName: 'console', otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, metricsPort: config.METRICS_PORT });
@@ -39,7 +40,9 @@ const members = new Members(orm, hmac, sessions, {
   resetMs: config.RESET_PASSWORD_TTL_MINUTES * minute,
 });
 const publicOrigin = config.CONSOLE_PUBLIC_URL ? new URL(config.CONSOLE_PUBLIC_URL).origin : undefined;
-if (!publicOrigin) logger.warn('CONSOLE_PUBLIC_URL is not set: set-password links name the address the console listens on');
+if (!publicOrigin) logger.warn('CONSOLE_PUBLIC_URL is not set: set-password links name the address the console listens on, and passkeys are off');
+// The relying party of passkeys is the public URL: never the request's Host.
+const passkeys = config.CONSOLE_PUBLIC_URL ? new Passkeys(orm, hmac, config.CONSOLE_PUBLIC_URL) : undefined;
 const stopHousekeeping = startHousekeeping(
   { sessions: () => sessions.sweep(), throttle: () => throttle.sweep(), tokens: () => members.sweepTokens(), notices: () => members.sweepNotices() },
   10 * minute,
@@ -56,6 +59,7 @@ const deps = {
   sessions,
   throttle,
   members,
+  passkeys,
   hmac,
   logger,
   publicOrigin,

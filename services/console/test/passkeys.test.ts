@@ -166,7 +166,7 @@ describe('passkeys: challenges, registration and sign-in assertions', () => {
     const first = await passkeys.registrationOptions(member);
     const err = await refusal(passkeys.register(member.id, first.handle, auth.create(first.options.challenge, { challenge: b64u(randomBytes(32)) }), 'x'));
     expect(err.reason).toBe('verification');
-    expect(err.message).toMatch(/challenge/);
+    expect(err.detail).toMatch(/challenge/);
 
     const elsewhere = new SoftAuthenticator('evil.test', 'https://evil.test');
     const second = await passkeys.registrationOptions(member);
@@ -181,7 +181,7 @@ describe('passkeys: challenges, registration and sign-in assertions', () => {
     const wrong = await passkeys.authenticationOptions(member.id);
     const wrongErr = await refusal(passkeys.authenticate(member.id, wrong.handle, auth.get(b64u(randomBytes(32)))));
     expect(wrongErr.reason).toBe('verification');
-    expect(wrongErr.message).toMatch(/challenge/);
+    expect(wrongErr.detail).toMatch(/challenge/);
 
     const unknown = await passkeys.authenticationOptions(member.id);
     expect((await refusal(passkeys.authenticate(member.id, unknown.handle, new SoftAuthenticator().get(unknown.options.challenge)))).reason).toBe('credential');
@@ -199,7 +199,7 @@ describe('passkeys: challenges, registration and sign-in assertions', () => {
     const cloned = await passkeys.authenticationOptions(member.id);
     const clonedErr = await refusal(passkeys.authenticate(member.id, cloned.handle, auth.get(cloned.options.challenge, { keepCounter: true })));
     expect(clonedErr.reason).toBe('verification');
-    expect(clonedErr.message).toMatch(/counter/);
+    expect(clonedErr.detail).toMatch(/counter/);
   });
 
   it('removes only the member’s own passkey', async () => {

@@ -9,6 +9,7 @@ import { Sessions } from '../src/auth/sessions.ts';
 import { LoginThrottle, type ThrottlePolicy } from '../src/auth/throttle.ts';
 import { consoleOrm } from '../src/db/orm.ts';
 import { Members } from '../src/members/members.ts';
+import { Passkeys } from '../src/auth/passkeys.ts';
 import { fakeAlerts, fakeCatalog, type FakeBilling } from './fake-billing.ts';
 
 export const TEST_ORIGIN = 'https://console.test';
@@ -51,7 +52,7 @@ export async function insertMember(orm: MikroORM, accountId: string, email: stri
 export async function testApp(
   orm: MikroORM,
   billing: FakeBilling,
-  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy']; maxKeysPerAccount?: number; now?: () => Date; adminOnOwnPort?: boolean } = {},
+  opts: { throttle?: Partial<ThrottlePolicy>; adminToken?: string; trustProxy?: ConsoleDeps['trustProxy']; maxKeysPerAccount?: number; now?: () => Date; adminOnOwnPort?: boolean; publicOrigin?: string; secureCookies?: boolean } = {},
 ): Promise<{ app: FastifyInstance; sessions: Sessions; members: Members; deps: ConsoleDeps }> {
   const hmac = testHmac();
   const now = opts.now ?? (() => new Date());
@@ -68,9 +69,10 @@ export async function testApp(
     members,
     hmac,
     logger: createLogger('console-test', 'silent'),
-    publicOrigin: TEST_ORIGIN,
-    linkOrigin: () => TEST_ORIGIN,
-    secureCookies: true,
+    passkeys: new Passkeys(orm, hmac, opts.publicOrigin ?? TEST_ORIGIN, now),
+    publicOrigin: opts.publicOrigin ?? TEST_ORIGIN,
+    linkOrigin: () => opts.publicOrigin ?? TEST_ORIGIN,
+    secureCookies: opts.secureCookies ?? true,
     adminToken: opts.adminToken,
     adminOnOwnPort: opts.adminOnOwnPort ?? false,
     trustProxy: opts.trustProxy ?? false,

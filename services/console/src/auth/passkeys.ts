@@ -38,10 +38,13 @@ export interface PasskeyListing {
 /** Why a ceremony was refused (the member is told the message). */
 export class PasskeyError extends Error {
   readonly reason: 'challenge' | 'credential' | 'verification';
+  /** What the verification found (for the log, not the page). */
+  readonly detail: string;
 
-  constructor(reason: PasskeyError['reason'], message: string) {
+  constructor(reason: PasskeyError['reason'], message: string, detail = message) {
     super(message);
     this.reason = reason;
+    this.detail = detail;
   }
 }
 
@@ -156,7 +159,7 @@ export class Passkeys {
         requireUserVerification: true,
       });
     } catch (err) {
-      throw new PasskeyError('verification', `The passkey could not be verified: ${(err as Error).message}`);
+      throw new PasskeyError('verification', 'The passkey could not be verified. Try again.', (err as Error).message);
     }
     if (!verified.verified) throw new PasskeyError('verification', 'The passkey could not be verified.');
     const { credential } = verified.registrationInfo;
@@ -213,7 +216,7 @@ export class Passkeys {
         requireUserVerification: true,
       });
     } catch (err) {
-      throw new PasskeyError('verification', `The passkey could not be verified: ${(err as Error).message}`);
+      throw new PasskeyError('verification', 'The passkey could not be verified. Try again.', (err as Error).message);
     }
     if (!verified.verified) throw new PasskeyError('verification', 'The passkey could not be verified.');
     // Guarded by the counter read: two assertions racing cannot both move it forward from one value.

@@ -128,7 +128,8 @@ export class Sessions {
     const em = this.#orm.em.fork();
     const rows = await em.execute<SessionRow[]>(
       `select s.member_id, s.last_seen_at, s.expires_at, s.authenticated_at, m.account_id, m.email, m.time_zone, m.role,
-              (m.totp_secret is null and coalesce(a.require_totp, false)) as totp_missing
+              (m.totp_secret is null and coalesce(a.require_totp, false)
+               and not exists (select 1 from member_passkey p where p.member_id = m.id)) as totp_missing
          from session s join member m on m.id = s.member_id
          left join account_security a on a.account_id = m.account_id
         where s.id_hash = ?`,

@@ -16,6 +16,7 @@ const FILES: Record<string, { path: string; type: string }> = {
   'pico.min.css': { path: require.resolve('@picocss/pico/css/pico.min.css'), type: 'text/css; charset=utf-8' },
   'console.css': { path: join(PUBLIC_DIR, 'console.css'), type: 'text/css; charset=utf-8' },
   'console.js': { path: join(PUBLIC_DIR, 'console.js'), type: 'text/javascript; charset=utf-8' },
+  'passkeys.js': { path: join(PUBLIC_DIR, 'passkeys.js'), type: 'text/javascript; charset=utf-8' },
 };
 
 export function registerAssets(app: FastifyInstance): void {

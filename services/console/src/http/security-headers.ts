@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
  * URLs from leaking to other sites while same-origin form posts keep their Origin header (which
  * `no-referrer` would turn into `null` and break the CSRF check). Pages hold account data, so
  * nothing but the static assets may be cached. Permissions-Policy turns off every powerful
- * browser feature (the copy button's clipboard write stays ours). HSTS is sent when the console
+ * browser feature (the copy button's clipboard write and passkeys stay ours). HSTS is sent when the console
  * is served over https (its public URL, or the request as a trusted proxy forwarded it).
  */
 const CSP = [
@@ -39,7 +39,9 @@ const PERMISSIONS_POLICY = [
   'microphone=()',
   'midi=()',
   'payment=()',
-  'publickey-credentials-get=()',
+  // Passkeys (a second sign-in factor) for our own pages only.
+  'publickey-credentials-create=(self)',
+  'publickey-credentials-get=(self)',
   'screen-wake-lock=()',
   'serial=()',
   'usb=()',

@@ -383,6 +383,17 @@ export class Members {
   }
 
   /** Whether the member has two-step sign-in (TOTP) on. */
+  /** The member's second sign-in factors: TOTP on, passkeys registered. */
+  async secondFactors(memberId: string): Promise<{ totp: boolean; passkey: boolean }> {
+    const rows = await this.#orm.em
+      .fork()
+      .execute<{ totp: boolean; passkey: boolean }[]>(
+        'select m.totp_secret is not null as totp, exists (select 1 from member_passkey p where p.member_id = m.id) as passkey from member m where m.id = ?',
+        [memberId],
+      );
+    return { totp: rows[0]?.totp ?? false, passkey: rows[0]?.passkey ?? false };
+  }
+
   async totpEnabled(memberId: string): Promise<boolean> {
     const rows = await this.#orm.em.fork().execute<{ on: boolean }[]>('select totp_secret is not null as on from member where id = ?', [memberId]);
     return rows[0]?.on ?? false;

@@ -2,18 +2,31 @@ import { isTimeZone } from '@gw/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { PASSWORD_MAX, passwordProblem, verifyPassword } from '../auth/passwords.ts';
+import { PasskeyError } from '../auth/passkeys.ts';
+import { passkeyResponse, reauthenticate, reauthNeeded } from '../auth/reauth.ts';
 import { lockedMessage } from '../auth/throttle.ts';
 import { formField } from '../http/forms.ts';
 import { MemberError } from '../members/members.ts';
 import { accountPage } from '../views/account.view.ts';
+import type { PasskeyChallenge } from '../views/passkeys.view.ts';
 import type { Notice } from '../views/layout.ts';
 import { timeZoneChoices } from '../views/zoned-time.ts';
 import { noticeFrom, viewerFor } from './viewer.ts';
 
 export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
-  const show = async (request: FastifyRequest, reply: FastifyReply, notice: Notice | undefined, status = 200, totpSetup?: { secret: string; uri: string }) => {
+  const show = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    notice: Notice | undefined,
+    status = 200,
+    totpSetup?: { secret: string; uri: string },
+    passkeySetup?: PasskeyChallenge,
+  ) => {
     const ctx = await viewerFor(request, deps);
     const totpOn = await deps.members.totpEnabled(ctx.member.memberId);
+    const passkeys = deps.passkeys
+      ? { list: await deps.passkeys.list(ctx.member.memberId), reauth: await reauthNeeded(request, deps), setup: passkeySetup }
+      : undefined;
     const [notices, sessions] = await Promise.all([deps.members.readNotices(ctx.member.memberId), deps.sessions.list(ctx.member.memberId)]);
     const current = deps.sessions.handle(request.memberSession!.idHash);
     return reply
@@ -27,6 +40,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
           zones: timeZoneChoices(ctx.accountTimeZone),
           notices,
           totp: { enabled: totpOn, setup: totpSetup },
+          passkeys,
           sessions: sessions.map((x) => ({ handle: x.handle, createdAt: x.createdAt, lastSeenAt: x.lastSeenAt, userAgent: x.userAgent, network: x.network, current: x.handle === current })),
           notice,
         }).value,
@@ -113,6 +127,61 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     await deps.members.disableTotp(session.member.memberId);
     request.log.info({ member: session.member.memberId }, 'two-step sign-in turned off');
     return reply.redirect('/account?done=totp-off', 303);
+  });
+
+  // Passkeys: adding or removing one needs a recent sign-in (re-authentication first).
+  app.post('/account/reauth', { config: { permission: 'self' } }, async (request, reply) => {
+    const refused = await reauthenticate(request, reply, deps);
+    if (refused) return show(request, reply, refused.notice, refused.status);
+    return reply.redirect('/account?done=reauthenticated', 303);
+  });
+
+  /** The member's passkeys, when on and the session proved itself recently; else the page saying why not. */
+  const passkeysReady = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!deps.passkeys) {
+      await show(request, reply, { kind: 'error', text: 'Passkeys are off: the console has no public URL (CONSOLE_PUBLIC_URL) configured.' }, 404);
+      return undefined;
+    }
+    if (await reauthNeeded(request, deps)) {
+      await show(request, reply, { kind: 'error', text: 'Confirm it is you first (below), then change your passkeys.' }, 403);
+      return undefined;
+    }
+    return deps.passkeys;
+  };
+
+  app.post('/account/passkeys/start', { config: { permission: 'self' } }, async (request, reply) => {
+    const passkeys = await passkeysReady(request, reply);
+    if (!passkeys) return reply;
+    const { member } = request.memberSession!;
+    const setup = await passkeys.registrationOptions({ id: member.memberId, email: member.email });
+    return show(request, reply, undefined, 200, undefined, setup);
+  });
+
+  app.post('/account/passkeys/add', { config: { permission: 'self' } }, async (request, reply) => {
+    const passkeys = await passkeysReady(request, reply);
+    if (!passkeys) return reply;
+    const { member } = request.memberSession!;
+    const response = passkeyResponse(request.body, 'passkey_response');
+    if (!response) return show(request, reply, { kind: 'error', text: 'No passkey came with the form. Use "Add a passkey" and then the button to create it.' }, 400);
+    try {
+      await passkeys.register(member.memberId, formField(request.body, 'passkey_handle', 64), response as never, formField(request.body, 'name', 200));
+    } catch (err) {
+      if (!(err instanceof PasskeyError)) throw err;
+      return show(request, reply, { kind: 'error', text: err.message }, 400);
+    }
+    request.log.info({ member: member.memberId }, 'passkey added');
+    return reply.redirect('/account?done=passkey-added', 303);
+  });
+
+  app.post('/account/passkeys/remove', { config: { permission: 'self' } }, async (request, reply) => {
+    const passkeys = await passkeysReady(request, reply);
+    if (!passkeys) return reply;
+    const { member } = request.memberSession!;
+    if (!(await passkeys.remove(member.memberId, formField(request.body, 'passkey', 64)))) {
+      return show(request, reply, { kind: 'error', text: 'That passkey is not yours or was removed already.' }, 400);
+    }
+    request.log.info({ member: member.memberId }, 'passkey removed');
+    return reply.redirect('/account?done=passkey-removed', 303);
   });
 
   app.post('/account/sessions/end', { config: { permission: 'self' } }, async (request, reply) => {

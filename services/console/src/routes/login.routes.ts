@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteDeps } from '../deps.ts';
 import { csrfTokenValid, preSessionCsrfToken, sameOrigin } from '../auth/csrf.ts';
+import { PasskeyError } from '../auth/passkeys.ts';
 import { PASSWORD_MAX, verifyPassword } from '../auth/passwords.ts';
+import { passkeyResponse } from '../auth/reauth.ts';
 import { randomToken } from '../auth/secrets.ts';
 import { deviceCookie, trustedDevice } from '../auth/device.ts';
 import { lockedMessage } from '../auth/throttle.ts';
@@ -94,25 +96,37 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       request.log.info({ member: member?.id }, 'sign-in failed');
       return showLogin(request, reply, 401, { email, next, notice: BAD_LOGIN });
     }
-    if (await deps.members.totpEnabled(member.id)) {
+    const factors = await deps.members.secondFactors(member.id);
+    if (factors.totp || (factors.passkey && deps.passkeys)) {
       // The password was right; the session starts after the second step. The member between
       // the steps is carried sealed, bound to this browser's pre-session cookie, for 2 minutes.
       await deps.throttle.recordSuccess(email, from);
       const pre = preSession(request, reply);
       secondStep.write(reply, Buffer.from(pre), { memberId: member.id, next } satisfies SecondStep);
-      return reply.type(HTML).send(totpPage({ csrf: preSessionCsrfToken(deps.hmac, pre) }).value);
+      return reply.type(HTML).send((await secondStepPage(member.id, pre)).value);
     }
     await deps.throttle.recordSuccess(email, from);
     return startSession(request, reply, member, next);
   });
 
-  app.post('/login/code', async (request, reply) => {
+  /** The second step's page: the code form with TOTP on, a passkey challenge with passkeys. */
+  async function secondStepPage(memberId: string, pre: string, notice?: Notice) {
+    const factors = await deps.members.secondFactors(memberId);
+    const passkey = factors.passkey && deps.passkeys ? await deps.passkeys.authenticationOptions(memberId) : undefined;
+    return totpPage({ csrf: preSessionCsrfToken(deps.hmac, pre), totp: factors.totp, passkey, notice });
+  }
+
+  /**
+   * The second step's answer (a code or a passkey), checked by `check` once the step, the form
+   * and the throttle allow; the session starts when it passes.
+   */
+  async function secondStepAnswer(request: FastifyRequest, reply: FastifyReply, check: (member: MemberRow) => Promise<Notice | null>) {
     const pre = request.cookies[deps.cookies.preSession] ?? '';
     const step = PRE_SESSION.test(pre) ? secondStep.read(request, reply, Buffer.from(pre)) : undefined;
     if (!isSecondStep(step)) return showLogin(request, reply, 400, { notice: { kind: 'error', text: 'The sign-in took too long. Sign in again.' } });
-    const again = (status: number, notice: Notice) => {
+    const again = async (status: number, notice: Notice) => {
       secondStep.write(reply, Buffer.from(pre), step);
-      return reply.code(status).type(HTML).send(totpPage({ csrf: preSessionCsrfToken(deps.hmac, pre), notice }).value);
+      return reply.code(status).type(HTML).send((await secondStepPage(step.memberId, pre, notice)).value);
     };
     if (!formGenuine(request)) return again(403, EXPIRED_FORM);
     const member = await deps.members.byId(step.memberId);
@@ -123,13 +137,34 @@ export async function loginRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       reply.header('retry-after', String(verdict.retryAfterSeconds));
       return again(429, { kind: 'error', text: lockedMessage(verdict, 'wrong codes') });
     }
-    if (!(await deps.members.verifyTotp(member.id, formField(request.body, 'code', 16)))) {
-      request.log.info({ member: member.id }, 'sign-in code refused');
-      return again(401, { kind: 'error', text: 'The code is not correct, or was used already. Enter the current code from your app.' });
-    }
+    const refused = await check(member);
+    if (refused) return again(401, refused);
     await deps.throttle.recordSuccess(member.email, from);
     return startSession(request, reply, member, step.next);
-  });
+  }
+
+  app.post('/login/code', async (request, reply) =>
+    secondStepAnswer(request, reply, async (member) => {
+      if (await deps.members.verifyTotp(member.id, formField(request.body, 'code', 16))) return null;
+      request.log.info({ member: member.id }, 'sign-in code refused');
+      return { kind: 'error', text: 'The code is not correct, or was used already. Enter the current code from your app.' };
+    }),
+  );
+
+  app.post('/login/passkey', async (request, reply) =>
+    secondStepAnswer(request, reply, async (member) => {
+      const response = passkeyResponse(request.body, 'passkey_response');
+      if (!deps.passkeys || !response) return { kind: 'error', text: 'No passkey answer came with the form. Use the passkey button.' };
+      try {
+        await deps.passkeys.authenticate(member.id, formField(request.body, 'passkey_handle', 64), response as never);
+        return null;
+      } catch (err) {
+        if (!(err instanceof PasskeyError)) throw err;
+        request.log.info({ member: member.id, reason: err.reason, detail: err.detail }, 'sign-in passkey refused');
+        return { kind: 'error', text: err.message };
+      }
+    }),
+  );
 
   /** Signs the member in: a new session id (no fixation), the device remembered. */
   async function startSession(request: FastifyRequest, reply: FastifyReply, member: MemberRow, next: string) {

@@ -74,6 +74,9 @@ export function crossedAlerts(alerts: readonly alertsV1.Alert[]): string[] {
 
 /** Confirmations shown after a redirect, by fixed code: nothing from the URL is ever echoed. */
 const NOTICES: Record<string, Notice> = {
+  'passkey-added': { kind: 'success', text: 'The passkey is added: signing in now also asks for it (or your code, with two-step sign-in on).' },
+  'passkey-removed': { kind: 'success', text: 'The passkey is removed.' },
+  'reauthenticated': { kind: 'success', text: 'Confirmed: you can change your passkeys now.' },
   'key-revoked': { kind: 'success', text: 'The key is revoked. Requests with it are refused from now on.' },
   'limit-saved': { kind: 'success', text: 'The limit is saved.' },
   'limit-removed': { kind: 'success', text: 'The limit is removed.' },

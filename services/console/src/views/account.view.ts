@@ -3,6 +3,8 @@ import type { MemberNotice } from '../members/members.ts';
 import { formatTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, page, tableScroll, type Notice, type Viewer } from './layout.ts';
+import { passkeyFields, passkeyRows, reauthFields, type PasskeyChallenge, type ReauthAsk } from './passkeys.view.ts';
+import type { PasskeyListing } from '../auth/passkeys.ts';
 
 export function accountPage(opts: {
   viewer: Viewer;
@@ -11,6 +13,8 @@ export function accountPage(opts: {
   zones: string[];
   notices: MemberNotice[];
   totp: { enabled: boolean; setup?: { secret: string; uri: string } | undefined };
+  /** Undefined: passkeys are off (no public URL configured). */
+  passkeys?: { list: PasskeyListing[]; reauth: ReauthAsk | undefined; setup?: PasskeyChallenge | undefined } | undefined;
   sessions: Array<{ handle: string; createdAt: Date; lastSeenAt: Date; userAgent: string; network: string; current: boolean }>;
   notice?: Notice | undefined;
 }): SafeHtml {
@@ -83,6 +87,7 @@ export function accountPage(opts: {
   }
 </section>
 
+${opts.passkeys ? passkeysSection(viewer, opts.passkeys) : ''}
 <section aria-labelledby="tz-heading">
   <h2 id="tz-heading">Display time zone</h2>
   <form method="post" action="/account/time-zone">
@@ -123,4 +128,34 @@ export function accountPage(opts: {
   </form>
 </section>`;
   return page({ title: 'Account', path: '/account', viewer, notice: opts.notice, body });
+}
+
+/** Passkeys: listed with a remove button each, added in two steps; changes need a recent sign-in. */
+function passkeysSection(viewer: Viewer, opts: { list: PasskeyListing[]; reauth: ReauthAsk | undefined; setup?: PasskeyChallenge | undefined }): SafeHtml {
+  const csrf = csrfField(viewer.csrf);
+  return html`<section aria-labelledby="passkeys-heading">
+  <h2 id="passkeys-heading">Passkeys</h2>
+  <p>A passkey (your device's screen lock, or a security key) is a second sign-in step like a code, and counts as two-step sign-in where the account's owner requires it.</p>
+  ${passkeyRows(opts.list, viewer.timeZone, csrf, opts.reauth === undefined)}
+  ${
+    opts.reauth
+      ? html`<form method="post" action="/account/reauth" id="passkeys-reauth">
+    ${csrf}
+    <p>To add or remove a passkey, confirm it is you first.</p>
+    ${reauthFields(viewer.email, opts.reauth)}
+    <button type="submit">Confirm</button>
+  </form>`
+      : opts.setup
+        ? html`<form method="post" action="/account/passkeys/add" id="passkey-add">
+    ${csrf}
+    <label for="passkey-name">Name of this passkey</label>
+    <input id="passkey-name" name="name" type="text" maxlength="60" placeholder="Laptop" value="Passkey">
+    ${passkeyFields(opts.setup, 'create', 'passkey_', 'Create the passkey')}
+  </form>`
+        : html`<form method="post" action="/account/passkeys/start">
+    ${csrf}
+    <button type="submit">Add a passkey</button>
+  </form>`
+  }
+</section>`;
 }

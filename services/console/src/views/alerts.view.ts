@@ -1,7 +1,7 @@
 import type { alertsV1 } from '@gw/contracts';
-import { PASSWORD_MAX } from '../auth/passwords.ts';
 import { formatInteger, formatTime, isoTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
+import { reauthFields, type ReauthAsk } from './passkeys.view.ts';
 import { csrfField, page, tableScroll, type Notice, type Viewer } from './layout.ts';
 
 export const WEBHOOK_URL_MAX = 2048;
@@ -65,7 +65,7 @@ export function alertsPage(opts: {
   viewer: Viewer;
   alerts: readonly alertsV1.Alert[];
   deliveries: readonly alertsV1.Delivery[];
-  reauth: { totp: boolean } | undefined;
+  reauth: ReauthAsk | undefined;
   created?: { alertId: string; secret: string } | undefined;
   form?: AlertForm | undefined;
   notice?: Notice | undefined;
@@ -100,16 +100,7 @@ ${opts.created ? secretBox(opts.created) : ''}
     <label for="webhook-url">Webhook URL (https)</label>
     <input id="webhook-url" name="webhook_url" type="url" required maxlength="${WEBHOOK_URL_MAX}" value="${f?.webhookUrl ?? ''}">
     ${
-      opts.reauth
-        ? html`<fieldset class="grid">
-      <legend>Confirm it is you (you signed in a while ago)</legend>
-      <input type="text" name="username" autocomplete="username" value="${viewer.email}" hidden>
-      <div><label for="reauth-password">Your password</label>
-        <input id="reauth-password" name="reauth_password" type="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX}"></div>
-      ${opts.reauth.totp ? html`<div><label for="reauth-code">Code from your app</label>
-        <input id="reauth-code" name="reauth_code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="7" required></div>` : ''}
-    </fieldset>`
-        : ''
+      opts.reauth ? reauthFields(viewer.email, opts.reauth) : ''
     }
     <button type="submit">Create alert</button>
   </form>

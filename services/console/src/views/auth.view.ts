@@ -2,6 +2,7 @@ import { PASSWORD_MAX, PASSWORD_MIN } from '../auth/passwords.ts';
 import { EMAIL_MAX } from '../members/members.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, publicPage, type Notice } from './layout.ts';
+import { passkeyFields, type PasskeyChallenge } from './passkeys.view.ts';
 
 export function loginPage(opts: { csrf: string; email?: string; next?: string; notice?: Notice | undefined }): SafeHtml {
   return publicPage({
@@ -65,18 +66,33 @@ export function forbiddenPage(role: string): SafeHtml {
 }
 
 /** The second sign-in step: a code from the member's authenticator app. */
-export function totpPage(opts: { csrf: string; notice?: Notice | undefined }): SafeHtml {
+/** The second sign-in step: a code from the authenticator app, or a passkey, whichever the member has. */
+export function totpPage(opts: { csrf: string; totp?: boolean; passkey?: PasskeyChallenge | undefined; notice?: Notice | undefined }): SafeHtml {
+  const totp = opts.totp ?? true;
   return publicPage({
     title: 'Two-step sign-in',
     notice: opts.notice,
     body: html`<h1>Two-step sign-in</h1>
-<p>Enter the 6-digit code your authenticator app shows for the Gateway console.</p>
+${
+  opts.passkey
+    ? html`<form method="post" action="/login/passkey" id="passkey-sign-in">
+  ${csrfField(opts.csrf)}
+  <p>Use your passkey (your device's screen lock or security key) to finish signing in.</p>
+  ${passkeyFields(opts.passkey, 'get', 'passkey_', 'Sign in with a passkey')}
+</form>`
+    : ''
+}
+${
+  totp
+    ? html`<p>${opts.passkey ? 'Or enter' : 'Enter'} the 6-digit code your authenticator app shows for the Gateway console.</p>
 <form method="post" action="/login/code">
   ${csrfField(opts.csrf)}
   <label for="code">Code</label>
-  <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required autofocus>
+  <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required${opts.passkey ? '' : html` autofocus`}>
   <button type="submit">Sign in</button>
-</form>
-<p><small>Lost your app? Ask your account owner or operator for a reset.</small></p>`,
+</form>`
+    : ''
+}
+<p><small>Lost your ${totp ? 'app' : 'passkey'}? Ask your account owner or operator for a reset.</small></p>`,
   });
 }

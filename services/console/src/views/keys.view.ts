@@ -1,7 +1,7 @@
-import { PASSWORD_MAX } from '../auth/passwords.ts';
 import { describeLimit, LIMIT_PERIODS, LIMIT_TYPES, type KeyView } from '../billing/key-view.ts';
 import { formatInteger, formatTime, isoTime } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
+import { reauthFields, type ReauthAsk } from './passkeys.view.ts';
 import { csrfField, page, tableScroll, type Notice, type Viewer } from './layout.ts';
 import { localInputValue } from './zoned-time.ts';
 
@@ -43,7 +43,7 @@ export function keysPage(opts: {
   /** The keys this member may change (every key for owners and admins, their own for developers). */
   manageable: ReadonlySet<string>;
   /** Creating a key asks for the password (and a code, with two-step sign-in) again. */
-  reauth?: { totp: boolean } | undefined;
+  reauth?: ReauthAsk | undefined;
   created?: { name: string; apiKey: string; keyId: string } | undefined;
   form?: CreateForm | undefined;
   notice?: Notice | undefined;
@@ -92,16 +92,7 @@ ${
       </div>
     </div>
     ${
-      opts.reauth
-        ? html`<fieldset class="grid">
-      <legend>Confirm it is you (you signed in a while ago)</legend>
-      <input type="text" name="username" autocomplete="username" value="${viewer.email}" hidden>
-      <div><label for="reauth-password">Your password</label>
-        <input id="reauth-password" name="reauth_password" type="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX}"></div>
-      ${opts.reauth.totp ? html`<div><label for="reauth-code">Code from your app</label>
-        <input id="reauth-code" name="reauth_code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="7" required></div>` : ''}
-    </fieldset>`
-        : ''
+      opts.reauth ? reauthFields(viewer.email, opts.reauth) : ''
     }
     <button type="submit">Create key</button>
   </form>

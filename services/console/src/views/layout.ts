@@ -72,6 +72,7 @@ function document(title: string, header: SafeHtml, body: HtmlValue, footer: Safe
 <link rel="stylesheet" href="/assets/pico.min.css">
 <link rel="stylesheet" href="/assets/console.css">
 <script src="/assets/console.js" defer></script>
+<script src="/assets/passkeys.js" defer></script>
 </head>
 <body>
 <a class="skip-link" href="#main">Skip to main content</a>
