@@ -281,7 +281,8 @@ export class Members {
   /** The members of an account, owners first, then by address. */
   async list(accountId: string): Promise<MemberListing[]> {
     const rows = await this.#orm.em.fork().execute<{ id: string; email: string; role: Role; has_password: boolean; has_totp: boolean; created_at: Date }[]>(
-      `select id, email, role, password_hash is not null as has_password, totp_secret is not null as has_totp, created_at from member where account_id = ?
+      `select id, email, role, password_hash is not null as has_password,
+              (totp_secret is not null or exists (select 1 from member_passkey p where p.member_id = member.id)) as has_totp, created_at from member where account_id = ?
         order by array_position(array['owner', 'admin', 'developer', 'viewer'], role), email`,
       [accountId],
     );

@@ -86,7 +86,8 @@ export async function membersRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     const { member } = request.memberSession!;
     if (member.role !== 'owner') return show(request, reply, { notice: { kind: 'error', text: 'Only an owner can change what sign-in requires.' } }, 403);
     const required = formField(request.body, 'require_totp', 8) === 'yes';
-    if (required && !(await deps.members.totpEnabled(member.memberId))) {
+    const own = await deps.members.secondFactors(member.memberId);
+    if (required && !own.totp && !own.passkey) {
       return show(request, reply, { notice: { kind: 'error', text: 'Turn on your own two-step sign-in first (account page).' } }, 400);
     }
     await deps.members.setRequireTotp(member.accountId, required);
