@@ -72,6 +72,7 @@ describe('passkeys in the console: account page, sign-in, re-authentication, the
     expect(added.headers.location).toBe('/account?done=passkey-added');
     const page = await browser.get('/account');
     expect(page.body).toContain('Work &lt;laptop&gt;');
+    expect(page.body).toContain('A passkey was added to your sign-in.');
 
     const second = await passwordStep(email);
     expect(second.res.statusCode).toBe(200);
@@ -128,7 +129,9 @@ describe('passkeys in the console: account page, sign-in, re-authentication, the
     const id = /name="passkey" value="([0-9a-f-]{36})"/.exec(accountPage.body)?.[1];
     expect(id).toBeDefined();
     expect((await browser.post('/account/passkeys/remove', { csrf_token: browser.csrf(), passkey: id! })).headers.location).toBe('/account?done=passkey-removed');
-    expect((await browser.get('/account')).body).toContain('No passkeys yet.');
+    const after = await browser.get('/account');
+    expect(after.body).toContain('No passkeys yet.');
+    expect(after.body).toContain('A passkey was removed from your sign-in.');
   });
 
   it("a passkey satisfies the owner's requirement of two-step sign-in", async () => {

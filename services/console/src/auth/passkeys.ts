@@ -20,7 +20,7 @@ import type { Hmac } from './secrets.ts';
  * server-side for `CHALLENGE_TTL_MS` under an HMAC of a random handle (the browser holds the
  * handle); it is spent on first use, right or wrong. A credential's signature counter must grow
  * (a cloned authenticator or a replayed assertion is refused), and only credentials registered
- * to the member signing in are accepted.
+ * to the member signing in are accepted. Adding or removing one leaves the member a security notice.
  */
 export const CHALLENGE_TTL_MS = 5 * 60_000;
 const RP_NAME = 'Gateway console';
@@ -126,8 +126,12 @@ export class Passkeys {
   /** Removes one of the member's passkeys; false when there is no such passkey of theirs. */
   async remove(memberId: string, passkeyId: string): Promise<boolean> {
     if (!/^[0-9a-f-]{36}$/i.test(passkeyId)) return false;
-    const rows = await this.#orm.em.fork().execute<{ id: string }[]>('delete from member_passkey where id = ? and member_id = ? returning id', [passkeyId, memberId]);
-    return rows.length > 0;
+    return this.#orm.em.fork().transactional(async (tx) => {
+      const rows = await tx.execute<{ id: string }[]>('delete from member_passkey where id = ? and member_id = ? returning id', [passkeyId, memberId]);
+      if (rows.length === 0) return false;
+      await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [memberId, 'passkey-removed', this.#now()]);
+      return true;
+    });
   }
 
   /** Options for `navigator.credentials.create()` and the challenge's handle. */
@@ -167,18 +171,13 @@ export class Passkeys {
     const id = randomUUID();
     const now = this.#now();
     try {
-      await this.#orm.em
-        .fork()
-        .execute('insert into member_passkey (id, member_id, credential_id, public_key, counter, transports, name, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)', [
-          id,
-          memberId,
-          credential.id,
-          Buffer.from(credential.publicKey),
-          credential.counter,
-          (credential.transports ?? []).join(','),
-          name,
-          now,
-        ]);
+      await this.#orm.em.fork().transactional(async (tx) => {
+        await tx.execute(
+          'insert into member_passkey (id, member_id, credential_id, public_key, counter, transports, name, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+          [id, memberId, credential.id, Buffer.from(credential.publicKey), credential.counter, (credential.transports ?? []).join(','), name, now],
+        );
+        await tx.execute('insert into member_notice (member_id, kind, created_at) values (?, ?, ?)', [memberId, 'passkey-added', now]);
+      });
     } catch (err) {
       if ((err as { code?: string }).code === '23505' || /unique|duplicate/i.test((err as Error).message)) {
         throw new PasskeyError('credential', 'This passkey is registered already.');

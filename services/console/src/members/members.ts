@@ -48,7 +48,7 @@ export interface LinkLifetimes {
 }
 
 /** What a member is told about their sign-in (`member_notice`; see `NOTICE_TEXT`). */
-export type NoticeKind = 'password-changed' | 'password-set' | 'invite-link-issued' | 'reset-link-issued' | 'totp-enabled' | 'totp-disabled';
+export type NoticeKind = 'password-changed' | 'password-set' | 'invite-link-issued' | 'reset-link-issued' | 'totp-enabled' | 'totp-disabled' | 'passkey-added' | 'passkey-removed';
 
 export const NOTICE_TEXT: Record<NoticeKind, string> = {
   'password-changed': 'Your password was changed on the account page. Your other sessions ended.',
@@ -56,6 +56,8 @@ export const NOTICE_TEXT: Record<NoticeKind, string> = {
   'invite-link-issued': 'An invitation link to choose your password was issued.',
   'totp-enabled': 'Two-step sign-in was turned on: signing in now also asks for a code from your authenticator app.',
   'totp-disabled': 'Two-step sign-in was turned off.',
+  'passkey-added': 'A passkey was added to your sign-in. If it was not you, remove it and change your password.',
+  'passkey-removed': 'A passkey was removed from your sign-in.',
   'reset-link-issued': 'A password reset link was issued for your sign-in. If you did not ask for it, tell your account owner; your password keeps working until the link is used.',
 };
 
