@@ -80,12 +80,11 @@ function portOf(address: string): string {
 
 /**
  * How Node runs a service. Its sources come pre-stripped (scripts/ts-cache.mjs): Node's TypeScript
- * stripper is never loaded in a service. The young generation is capped at 4 MiB per semi-space:
- * V8 sizes it from the machine's memory (up to 64 MiB per semi-space on a 24 GiB machine) and keeps
- * what start-up grew it to, 25-45 MiB of a service's resident memory at idle
- * (docs/benchmarks.md, "Idle memory"). The image sets the same cap (deploy/Dockerfile).
+ * stripper is never loaded in a service. The young generation is left to V8: capping it at 4 MiB per
+ * semi-space saved 25-45 MiB of each service's idle memory but cost throughput and added latency
+ * under load (more scavenges on the request path; docs/benchmarks.md, "Idle memory").
  */
-const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4', '--import', TS_CACHE_HOOK];
+const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
 
 /** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
 const STOP_ORDER: ServiceName[] = ['console', 'edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
