@@ -72,5 +72,18 @@ describe('pnpm admin member add / list / role / remove', () => {
     );
     expect(rows.length).toBeGreaterThanOrEqual(4);
     for (const row of rows) expect(row).toMatchObject({ actor: `operator:${userInfo().username}`, origin: `cli@${hostname()}` });
+    // …and `pnpm admin audit --members` lists the same events, newest first.
+    const trail = await admin('audit', '--members', '--account', account);
+    expect(trail.code).toBe(0);
+    const events = trail.out.events as Array<Record<string, unknown>>;
+    expect(events.map((e) => e.action)).toEqual(rows.map((r) => r.action).toReversed());
+    expect(events.map((e) => e.action).slice(0, 2)).toEqual(['console.RemoveMember', 'console.SetRole']);
+    expect(events[0]).toMatchObject({ actor: `operator:${userInfo().username}`, origin: `cli@${hostname()}`, details: { member_id: dev.out.member_id, role: 'viewer' } });
+    expect(typeof events[0]!.at).toBe('string');
+    expect(((await admin('audit', '--members', '--account', account, '--limit', '1')).out.events as unknown[]).length).toBe(1);
+    expect((await admin('audit', '--members', '--account', 'not-a-uuid')).out).toEqual({
+      error: { code: 'invalid_request', message: 'Send {"account_id", "limit"?} as JSON; account_id is a uuid, limit 1-1000 (default 200).' },
+    });
+    expect((await admin('audit', '--members', '--account', 'none')).code).toBe(2);
   }, 90_000);
 });

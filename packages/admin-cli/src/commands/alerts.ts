@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Clients } from '../clients.ts';
 import { nonNegativeInt, UsageError } from '../output.ts';
+import { postConsole } from './users.ts';
 
 type Run = (fn: (c: Clients) => Promise<Record<string, unknown>>, json: boolean) => Promise<void>;
 
@@ -116,15 +117,24 @@ export function alertCommands(program: Command, run: Run): void {
 
   program
     .command('audit')
-    .description("the audit trail, newest first: who changed what, when, from where (an account's; --account none: switches; --catalog: the catalog's)")
+    .description(
+      "the audit trail, newest first: who changed what, when, from where (an account's; --account none: switches; --catalog: the catalog's; --members --account <id>: the console's member, role and two-step changes)",
+    )
     .option('--account <id>', 'account id, or none for changes to no account')
     .option('--catalog', "the catalog's changes (models, prices, aliases, the listing, syncs)")
+    .option('--members', "with --account <id>: the console's trail (members added or removed, roles, two-step sign-in and passkeys)")
     .option('--limit <n>', 'how many (1-1000)', '200')
     .option('--json', 'print one JSON object')
-    .action((o: { account?: string; catalog?: boolean; limit: string; json?: boolean }) =>
+    .action((o: { account?: string; catalog?: boolean; members?: boolean; limit: string; json?: boolean }) =>
       run(async (c) => {
         if ((o.account === undefined) === !o.catalog) throw new UsageError('give either --account <id> (or none) or --catalog');
+        if (o.members && (o.catalog || o.account === 'none')) throw new UsageError('--members goes with --account <id> (an account id)');
         const limit = Number(nonNegativeInt('--limit', o.limit, 1000n));
+        if (o.members) {
+          const res = await postConsole('/internal/audit', { account_id: o.account, limit });
+          const events = (res.events ?? []) as Array<Record<string, unknown>>;
+          return { events: events.map((e) => ({ at: e.created_at, actor: e.actor, origin: e.origin, action: e.action, details: e.details })) };
+        }
         if (o.catalog) {
           const res = await c.catalog.listAuditEvents({ limit });
           return { events: res.events.map((e) => ({ event_id: e.eventId, at: iso(e.createdAtUnixMs), actor: e.actor, origin: e.origin, action: e.action, details: parse(e.details) })) };

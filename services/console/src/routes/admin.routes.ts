@@ -24,6 +24,9 @@ const CreateMember = z.object({
 });
 
 const ListMembers = z.object({ account_id: z.string().max(64) });
+/** At most this many audit events per answer (`pnpm admin audit --members --limit`). */
+const AUDIT_LIMIT_MAX = 1000;
+const ListAudit = z.object({ account_id: z.string().max(64), limit: z.number().int().min(1).max(AUDIT_LIMIT_MAX).optional() });
 const SetRole = z.object({ member_id: z.string().max(64), role: z.enum(ROLES) });
 const RemoveMember = z.object({ member_id: z.string().max(64) });
 
@@ -130,6 +133,18 @@ export async function adminRoutes(app: FastifyInstance, deps: RouteDeps): Promis
     const members = await deps.members.list(parsed.data.account_id.toLowerCase());
     return {
       members: members.map((m) => ({ member_id: m.memberId, email: m.email, role: m.role, status: m.active ? 'active' : 'invited', created_at: m.createdAt.toISOString() })),
+    };
+  });
+
+  /** The console's audit trail of an account, newest first (`pnpm admin audit --members`): member, role and second-factor changes. */
+  app.post('/internal/audit', async (request, reply) => {
+    const parsed = ListAudit.safeParse(request.body);
+    if (!parsed.success || !UUID.test(parsed.data.account_id)) {
+      return reply.code(400).send(fail('invalid_request', `Send {"account_id", "limit"?} as JSON; account_id is a uuid, limit 1-${AUDIT_LIMIT_MAX} (default 200).`));
+    }
+    const events = await deps.members.auditEvents(parsed.data.account_id.toLowerCase(), parsed.data.limit ?? 200);
+    return {
+      events: events.map((e) => ({ actor: e.actor, origin: e.origin, action: e.action, details: JSON.parse(e.details) as unknown, created_at: e.at.toISOString() })),
     };
   });
 
