@@ -99,7 +99,7 @@ describe('passkeys in the console: account page, sign-in, re-authentication, the
   });
 
   it('a session signed in long ago re-authenticates with the passkey (a password alone is not enough) before a key or a passkey change', async () => {
-    const { email } = await newMember('developer');
+    const { email, memberId } = await newMember('developer');
     const auth = new SoftAuthenticator();
     const { browser } = await passwordStep(email);
     expect((await register(browser, auth)).statusCode).toBe(303);
@@ -132,6 +132,15 @@ describe('passkeys in the console: account page, sign-in, re-authentication, the
     const after = await browser.get('/account');
     expect(after.body).toContain('No passkeys yet.');
     expect(after.body).toContain('A passkey was removed from your sign-in.');
+    // Adding and removing it are in the account's audit trail, as the member, from the client's address.
+    const trail = await orm.em.fork().execute<Array<{ account_id: string; origin: string; action: string; details: { passkey_id: string } }>>(
+      'select account_id, origin, action, details from audit_event where actor = ? order by id',
+      [`member:${memberId}`],
+    );
+    expect(trail).toEqual([
+      { account_id: account, origin: '127.0.0.1', action: 'console.AddPasskey', details: { passkey_id: id, name: expect.any(String) as string } },
+      { account_id: account, origin: '127.0.0.1', action: 'console.RemovePasskey', details: { passkey_id: id } },
+    ]);
   });
 
   it("a passkey satisfies the owner's requirement of two-step sign-in", async () => {

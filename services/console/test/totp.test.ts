@@ -97,6 +97,15 @@ describe('two-step sign-in (TOTP) and re-authentication before creating a key', 
     expect(off.headers.location).toBe('/account?done=totp-off');
     clock.advance(30_000);
     expect((await signIn(email)).res.headers.location).toBe('/keys');
+    // Turning it on and off are in the account's audit trail, as the member, from the client's address.
+    const trail = await orm.em.fork().execute<Array<{ account_id: string; origin: string; action: string }>>(
+      'select account_id, origin, action from audit_event where actor = ? order by id',
+      [`member:${memberId}`],
+    );
+    expect(trail).toEqual([
+      { account_id: account, origin: '127.0.0.1', action: 'console.EnableTotp' },
+      { account_id: account, origin: '127.0.0.1', action: 'console.DisableTotp' },
+    ]);
   });
 
   it('without two-step sign-in, creating a key late asks for the password only', async () => {

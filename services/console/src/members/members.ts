@@ -68,7 +68,7 @@ const NOTICE_KEEP_MS = 180 * 86_400_000;
 export interface ConsoleAuditEvent {
   actor: string;
   origin: string;
-  /** `console.InviteMember`, `console.SetRole`, `console.RemoveMember`, `console.SetRequireTotp`. */
+  /** `console.InviteMember`, `console.SetRole`, `console.RemoveMember`, `console.SetRequireTotp`, `console.EnableTotp`, `console.DisableTotp`, `console.AddPasskey`, `console.RemovePasskey`. */
   action: string;
   /** JSON. */
   details: string;

@@ -14,6 +14,12 @@ import { timeZoneChoices } from '../views/zoned-time.ts';
 import { noticeFrom, viewerFor } from './viewer.ts';
 
 export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Promise<void> {
+  /** A change to the member's own second factor, in the account's audit trail (as the member, from the client's address). */
+  const audit = (request: FastifyRequest, action: string, details: Record<string, unknown> = {}) => {
+    const { member } = request.memberSession!;
+    return deps.members.recordAudit({ accountId: member.accountId, actor: `member:${member.memberId}`, origin: request.ip, action, details });
+  };
+
   const show = async (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -106,6 +112,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     if (!(await deps.members.confirmTotp(member.memberId, formField(request.body, 'code', 16)))) {
       return show(request, reply, { kind: 'error', text: 'That code does not match. Set up again and enter the code your app shows.' }, 400);
     }
+    await audit(request, 'console.EnableTotp');
     request.log.info({ member: member.memberId }, 'two-step sign-in turned on');
     return reply.redirect('/account?done=totp-on', 303);
   });
@@ -125,6 +132,7 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     }
     await deps.throttle.recordSuccess(session.member.email, from);
     await deps.members.disableTotp(session.member.memberId);
+    await audit(request, 'console.DisableTotp');
     request.log.info({ member: session.member.memberId }, 'two-step sign-in turned off');
     return reply.redirect('/account?done=totp-off', 303);
   });
@@ -163,12 +171,14 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     const { member } = request.memberSession!;
     const response = passkeyResponse(request.body, 'passkey_response');
     if (!response) return show(request, reply, { kind: 'error', text: 'No passkey came with the form. Use "Add a passkey" and then the button to create it.' }, 400);
+    let added;
     try {
-      await passkeys.register(member.memberId, formField(request.body, 'passkey_handle', 64), response as never, formField(request.body, 'name', 200));
+      added = await passkeys.register(member.memberId, formField(request.body, 'passkey_handle', 64), response as never, formField(request.body, 'name', 200));
     } catch (err) {
       if (!(err instanceof PasskeyError)) throw err;
       return show(request, reply, { kind: 'error', text: err.message }, 400);
     }
+    await audit(request, 'console.AddPasskey', { passkey_id: added.id, name: added.name });
     request.log.info({ member: member.memberId }, 'passkey added');
     return reply.redirect('/account?done=passkey-added', 303);
   });
@@ -177,9 +187,11 @@ export async function accountRoutes(app: FastifyInstance, deps: RouteDeps): Prom
     const passkeys = await passkeysReady(request, reply);
     if (!passkeys) return reply;
     const { member } = request.memberSession!;
-    if (!(await passkeys.remove(member.memberId, formField(request.body, 'passkey', 64)))) {
+    const passkeyId = formField(request.body, 'passkey', 64);
+    if (!(await passkeys.remove(member.memberId, passkeyId))) {
       return show(request, reply, { kind: 'error', text: 'That passkey is not yours or was removed already.' }, 400);
     }
+    await audit(request, 'console.RemovePasskey', { passkey_id: passkeyId.toLowerCase() });
     request.log.info({ member: member.memberId }, 'passkey removed');
     return reply.redirect('/account?done=passkey-removed', 303);
   });
