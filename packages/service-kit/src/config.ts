@@ -19,6 +19,25 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
 /** `true`/`false`/`1`/`0`/`yes`/`no` from an environment variable. */
 export const envBool = (fallback: boolean) => z.stringbool().default(fallback);
 
+/**
+ * Fastify's `trustProxy` from an environment variable: `false` (none: the peer is the client), or
+ * the proxies' addresses, CIDRs or proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`),
+ * comma-separated. Not `true` nor a hop count: those believe entries the client writes itself.
+ */
+export const trustProxyEnv = () =>
+  z
+    .string()
+    .default('false')
+    .transform((value, ctx): false | string[] => {
+      const v = value.trim();
+      if (v === 'false' || v === '') return false;
+      if (v === 'true' || /^\d+$/.test(v)) {
+        ctx.addIssue({ code: 'custom', message: 'give the addresses or CIDRs of the proxies in front (e.g. uniquelocal), not true or a hop count' });
+        return z.NEVER;
+      }
+      return v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+    });
+
 /** Settings every service shares: infrastructure, logging, telemetry, shutdown. */
 export const commonEnv = {
   NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),

@@ -1,4 +1,4 @@
-export { ConfigError, commonEnv, envBool, loadConfig } from './config.ts';
+export { ConfigError, commonEnv, envBool, loadConfig, trustProxyEnv } from './config.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry.ts';
 export { onShutdown, type ShutdownStep } from './shutdown.ts';

@@ -1,4 +1,4 @@
-import { commonEnv, envBool, loadConfig } from '@gw/service-kit';
+import { commonEnv, envBool, loadConfig, trustProxyEnv } from '@gw/service-kit';
 import { z } from 'zod';
 import { DEFAULT_THROTTLE } from './auth/throttle.ts';
 
@@ -43,18 +43,7 @@ const schema = z.object({
    * that is not one of them. Not `true`: that believes the leftmost entry, which the client writes
    * itself, so a client could count its failures under any address, another person's too.
    */
-  CONSOLE_TRUST_PROXY: z
-    .string()
-    .default('false')
-    .transform((value, ctx): false | string[] => {
-      const v = value.trim();
-      if (v === 'false' || v === '') return false;
-      if (v === 'true' || /^\d+$/.test(v)) {
-        ctx.addIssue({ code: 'custom', message: 'give the addresses or CIDRs of the proxies in front (e.g. uniquelocal), not true or a hop count' });
-        return z.NEVER;
-      }
-      return v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-    }),
+  CONSOLE_TRUST_PROXY: trustProxyEnv(),
   /** Most keys (not revoked) one account may have; the dashboard refuses to create more. */
   CONSOLE_MAX_KEYS_PER_ACCOUNT: z.coerce.number().int().positive().default(100),
   SESSION_IDLE_MINUTES: minutes(30),

@@ -1,4 +1,4 @@
-import { commonEnv, loadConfig } from '@gw/service-kit';
+import { commonEnv, loadConfig, trustProxyEnv } from '@gw/service-kit';
 import { z } from 'zod';
 import { KEY_CACHE_DEFAULTS } from './auth/key-cache.ts';
 import { DEFAULT_HTTP_TIMEOUTS } from './http/timeouts.ts';
@@ -33,18 +33,7 @@ const schema = z.object({
    * ingress without it, every client has the ingress's address and shares one count. Not `true`:
    * that believes the leftmost entry, which the client writes itself.
    */
-  GATEWAY_TRUST_PROXY: z
-    .string()
-    .default('false')
-    .transform((value, ctx): false | string[] => {
-      const v = value.trim();
-      if (v === 'false' || v === '') return false;
-      if (v === 'true' || /^\d+$/.test(v)) {
-        ctx.addIssue({ code: 'custom', message: 'give the addresses or CIDRs of the proxies in front (e.g. uniquelocal), not true or a hop count' });
-        return z.NEVER;
-      }
-      return v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-    }),
+  GATEWAY_TRUST_PROXY: trustProxyEnv(),
   /** Lookups of keys that do not exist one client address may cause per minute; then 429 until the minute ends. */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(KEY_CACHE_DEFAULTS.failuresPerMinute),
   /** Time from a connection (or its previous request) to the end of the request headers. */
