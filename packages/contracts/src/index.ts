@@ -14,6 +14,5 @@ export * as videoV1 from './gen/gateway/video/v1/video_pb.js';
 export { ExchangeClient, isExchangeUnsupported, serveExchange, toExchangeFailure, fromExchangeFailure, type ExchangeFailure, type ServeExchangeOptions } from './grpc/exchange.ts';
 export { createMoneyExchange, type MoneyCalls } from './billing-exchange.ts';
 export { HoldLease, LEASE_RENEW_MS } from './hold-lease.ts';
-export { createGenerateExchange, NO_CALL_IN_MESSAGE, type GenerateCalls } from './text-exchange.ts';
 export { INT64_MAX, INT64_MIN, isPositiveInt64 } from './int64.ts';
 export { withinCharacters } from './characters.ts';

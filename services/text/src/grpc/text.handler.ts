@@ -1,4 +1,4 @@
-import { NO_CALL_IN_MESSAGE, serveExchange, textV1, type MethodsOf, type ServiceImpl } from '@gw/contracts';
+import { serveExchange, textV1, type MethodsOf, type ServiceImpl } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { BytesBudget } from '@gw/service-kit';
 import { countTokens, generate, generateStream, type TextDeps } from '../domain/text-generation.ts';
@@ -41,10 +41,9 @@ async function* asExchangeItems(items: AsyncIterable<textV1.GenerateStreamRespon
   for await (const item of items) yield { case: 'item' as const, value: item };
 }
 
-/** The TextService rpcs; the call's cancellation aborts the upstream call. */
+/** The TextService rpcs (generation only on the exchange); the call's cancellation aborts the upstream call. */
 export function textHandler(deps: TextDeps, budget: BytesBudget, routeHealth: () => textV1.RouteHealth[] = () => []): ServiceImpl<MethodsOf<typeof textV1.TextService>> {
   return {
-    generate: (req, ctx) => within(budget, req.body, () => generate(deps, req, ctx.signal)),
     exchange: (call, ctx) =>
       serveExchange(call, ctx, {
         service: textV1.TextService.typeName,
@@ -53,11 +52,10 @@ export function textHandler(deps: TextDeps, budget: BytesBudget, routeHealth: ()
         handle: (req, signal) => {
           const { generate: request, generateStream: streamRequest } = req;
           if (streamRequest) return asExchangeItems(streamWithin(deps, budget, streamRequest, signal));
-          if (!request) throw new GatewayError('invalid_request', NO_CALL_IN_MESSAGE);
+          if (!request) throw new GatewayError('invalid_request', 'An exchange message must carry a request.');
           return within(budget, request.body, async () => ({ case: 'generate' as const, value: await generate(deps, request, signal) }));
         },
       }),
-    generateStream: (req, ctx) => streamWithin(deps, budget, req, ctx.signal),
     countTokens: (req, ctx) => within(budget, req.body, async () => ({ inputTokens: BigInt(await countTokens(deps, req, ctx.signal)) })),
     listRouteHealth: async () => ({ routes: routeHealth() }),
   };

@@ -929,22 +929,12 @@ export declare const RouteStateSchema: GenEnum<RouteState>;
  */
 export declare const TextService: GenService<{
   /**
-   * Generates a complete answer.
-   *
-   * @generated from rpc gateway.text.v1.TextService.Generate
-   */
-  generate: {
-    methodKind: "unary";
-    input: typeof GenerateRequestSchema;
-    output: typeof GenerateResponseSchema;
-  },
-  /**
-   * Generate and GenerateStream multiplexed over one long-lived stream (the gateway's hot path,
-   * where a call's HTTP/2 stream, headers and trailers cost more than the message): a Generate
-   * request gets exactly one response with its `id`; a GenerateStream request gets its items,
-   * each a response with its `id`, the last one its `StreamEnd` (or an error). Not idempotent
-   * (it calls a provider): a caller whose stream breaks fails the unanswered calls instead of
-   * resending them.
+   * Generate and GenerateStream calls multiplexed over one long-lived stream (the gateway's hot
+   * path, where a call's HTTP/2 stream, headers and trailers cost more than the message): a
+   * `generate` request gets exactly one response with its `id`; a `generate_stream` request gets
+   * its items, each a response with its `id`, the last one its `StreamEnd` (or an error). Not
+   * idempotent (it calls a provider): a caller whose stream breaks fails the unanswered calls
+   * instead of resending them. Generation has no unary rpcs: the exchange is the only way in.
    *
    * @generated from rpc gateway.text.v1.TextService.Exchange
    */
@@ -952,17 +942,6 @@ export declare const TextService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof ExchangeRequestSchema;
     output: typeof ExchangeResponseSchema;
-  },
-  /**
-   * Streams an answer as server-sent-event frames of the client's protocol, then ends with
-   * one `StreamEnd` carrying the usage (or the error).
-   *
-   * @generated from rpc gateway.text.v1.TextService.GenerateStream
-   */
-  generateStream: {
-    methodKind: "server_streaming";
-    input: typeof GenerateStreamRequestSchema;
-    output: typeof GenerateStreamResponseSchema;
   },
   /**
    * Counts input tokens with the provider's own counter (never an estimate).
