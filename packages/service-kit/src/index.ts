@@ -10,6 +10,18 @@ export { accessLog, type AccessLogReply, type AccessLogRequest } from './access-
 export { createOrm, runMigrations, type NamedMigration, type OrmOptions, type RepeatableMigration } from './db/orm.ts';
 export { observeQueries, type QueryGauge } from './db/gauges.ts';
 export { runPrepared, type PreparedStatement } from './db/prepared.ts';
+export {
+  claimIdempotencyKey,
+  completeClaim,
+  deleteExpiredClaims,
+  hasClaim,
+  IDEMPOTENCY_CLAIM_DROP_SQL,
+  IDEMPOTENCY_CLAIM_TABLE_SQL,
+  releaseClaims,
+  type ClaimOutcome,
+  type ClaimOwner,
+  type KeyClaim,
+} from './db/idempotency.ts';
 export { connectNats, ensureStreamFor, subscribeBroadcast, type NatsConnection, type NatsOptions, type Subscription } from './bus/nats.ts';
 export { qualify, streamFor } from './bus/subjects.ts';
 export { enqueueEvent, OutboxRelay, type OutgoingEvent, type RelayOptions } from './bus/outbox.ts';
