@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { billingV1, createClient, createMoneyExchange, healthV1, type MoneyCalls } from '@gw/contracts';
+import { billingV1, createClient, healthV1 } from '@gw/contracts';
+import { createMoneyExchange, type MoneyCalls } from '../../services/edge-gateway/src/generation/billing-exchange.ts';
 import { fmt, runFixed, scratchDatabase, startService } from './support.ts';
 
 /**

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { billingV1, createClient, createMoneyExchange, healthV1, textV1 } from '@gw/contracts';
+import { billingV1, createClient, healthV1, textV1 } from '@gw/contracts';
+import { createMoneyExchange } from '../../services/edge-gateway/src/generation/billing-exchange.ts';
 import { createGenerateExchange } from '../../services/edge-gateway/src/generation/text-exchange.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { chatBody, get, percentile, post, processRoundTrip, startBenchSystem } from './support.ts';

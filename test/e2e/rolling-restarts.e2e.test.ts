@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { billingV1, createClient, createMoneyExchange, RpcError, type MethodsOf, type MoneyCalls, type ServiceClient } from '@gw/contracts';
+import { billingV1, createClient, RpcError, type MethodsOf, type ServiceClient } from '@gw/contracts';
+import { createMoneyExchange, type MoneyCalls } from '../../services/edge-gateway/src/generation/billing-exchange.ts';
 import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';

@@ -11,7 +11,8 @@ import {
   billingV1,
   bindServer,
   createClient,
-  createMoneyExchange,
+  ExchangeClient,
+  type ClientOptions,
   healthV1,
   serveExchange,
 } from '../src/index.ts';
@@ -26,6 +27,20 @@ type Billing = ServiceImpl<MethodsOf<typeof billingV1.BillingService>>;
 
 function unimplemented<T extends object>(service: { methods: Array<{ localName: string }> }): T {
   return Object.fromEntries(service.methods.map((m) => [m.localName, async () => Promise.reject(new Error(`${m.localName} not in this test`))])) as T;
+}
+
+/** Authorize over billing's exchange as the gateway makes it: idempotent, so resent after a broken stream. */
+function moneyOn(address: string, opts: ClientOptions = {}) {
+  const client = createClient(billingV1.BillingService, address, opts);
+  const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
+  return {
+    authorize: (value: { accountId: string }) =>
+      exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } }), () => client.authorize(value)),
+    close() {
+      exchange.close();
+      client.close();
+    },
+  };
 }
 
 const cleanup: Array<() => unknown> = [];
@@ -155,7 +170,7 @@ describe('replicas behind one address', () => {
   it('the money exchange: the replica under its stream hangs; the calls on it are answered by the other', async () => {
     const [a, b] = await Promise.all([replica('a'), replica('b')]);
     const relays = { a: await freezable(a.port), b: await freezable(b.port) };
-    const money = createMoneyExchange(`127.0.0.1:${relays.a.port},127.0.0.1:${relays.b.port}`, { defaultTimeoutMs: 10_000, leaseRenewMs: 60_000 });
+    const money = moneyOn(`127.0.0.1:${relays.a.port},127.0.0.1:${relays.b.port}`, { defaultTimeoutMs: 10_000 });
     cleanup.push(() => money.close());
     const under = byHeld((await money.authorize({ accountId: 'acct' })).held);
     relays[under].freeze();
@@ -168,7 +183,6 @@ describe('replicas behind one address', () => {
 
   it('the exchange moves to a new stream (balanced afresh) once its stream is old', async () => {
     const [a, b] = await Promise.all([replica('a'), replica('b')]);
-    const { ExchangeClient } = await import('../src/grpc/exchange.ts');
     const client = createClient(billingV1.BillingService, `127.0.0.1:${a.port},127.0.0.1:${b.port}`);
     cleanup.push(() => client.close());
     await client.createAccount({ name: 'x' });
@@ -191,7 +205,7 @@ describe('connections asked to close by age (GRPC_MAX_CONNECTION_AGE_MS, the cha
     const { port } = await replica('a', undefined, { 'grpc.max_connection_age_ms': 200, 'grpc.max_connection_age_grace_ms': 15 * 60_000 });
     const relay = await freezable(port); // counts the connections made
     const client = createClient(billingV1.BillingService, `127.0.0.1:${relay.port}`);
-    const money = createMoneyExchange(`127.0.0.1:${relay.port}`, { leaseRenewMs: 60_000 });
+    const money = moneyOn(`127.0.0.1:${relay.port}`);
     cleanup.push(() => (client.close(), money.close()));
     const until = Date.now() + 2_000;
     let calls = 0;
@@ -225,13 +239,13 @@ describe('the service token', () => {
     expect((bad as RpcError).grpcCode).toBe(grpc.status.UNAUTHENTICATED);
     expect((bad as Error).message).toMatch(/wrong service token/);
     // The bidirectional exchange is refused too: no call on it is served.
-    const noneMoney = createMoneyExchange(address, { token: '', leaseRenewMs: 60_000 });
+    const noneMoney = moneyOn(address, { token: '' });
     cleanup.push(() => noneMoney.close());
     const refused = await noneMoney.authorize({ accountId: 'acct' }).catch((e: unknown) => e);
     expect((refused as RpcError).grpcCode).toBe(grpc.status.UNAUTHENTICATED);
 
     expect((await right.createAccount({ name: 'x' })).accountId).toBe('a');
-    const money = createMoneyExchange(address, { token, leaseRenewMs: 60_000 });
+    const money = moneyOn(address, { token });
     cleanup.push(() => money.close());
     expect((await money.authorize({ accountId: 'acct' })).held).toBe(1n);
     // Health checks (Kubernetes probes) need no token.

@@ -5,6 +5,7 @@ export { onShutdown, type ShutdownStep } from './shutdown.ts';
 export { writeReadyFile } from './ready-file.ts';
 export { BytesBudget } from './bytes-budget.ts';
 export { startPeriodic, type PeriodicOptions } from './periodic.ts';
+export { HoldLease } from './hold-lease.ts';
 export { isTimeZone } from './time-zone.ts';
 export { accessLog, type AccessLogReply, type AccessLogRequest } from './access-log.ts';
 export { createOrm, runMigrations, type NamedMigration, type OrmOptions, type RepeatableMigration } from './db/orm.ts';

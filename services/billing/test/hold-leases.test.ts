@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { rmSync, writeFileSync } from 'node:fs';
 import { create } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
-import { addService, billingV1, bindServer, createMoneyExchange, shutdownServer } from '@gw/contracts';
+import { addService, billingV1, bindServer, shutdownServer } from '@gw/contracts';
 import { createLogger } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -12,6 +12,7 @@ import { getBalance } from '../src/domain/accounts.ts';
 import { releaseOrphanHolds, renewLease, startHoldSweeper } from '../src/domain/hold-sweeper.ts';
 import { RequestMoney } from '../src/domain/requests.ts';
 import { billingHandler } from '../src/grpc/billing.handler.ts';
+import { moneyExchange } from './money-exchange.ts';
 import { account, billingOrm, expectAuditClean } from './support.ts';
 
 const logger = createLogger('test', 'silent');
@@ -135,8 +136,9 @@ describe('hold leases: the holds of an owner that stopped renewing are released,
       const script = new URL(`./.lease-owner-${randomUUID()}.ts`, import.meta.url);
       writeFileSync(
         script,
-        `import { billingV1, createMoneyExchange } from '@gw/contracts';
-const money = createMoneyExchange(${JSON.stringify(address)}, { leaseRenewMs: ${RENEW_MS} });
+        `import { billingV1 } from '@gw/contracts';
+import { moneyExchange } from './money-exchange.ts';
+const money = moneyExchange(${JSON.stringify(address)}, { leaseRenewMs: ${RENEW_MS} });
 await money.authorize({ requestId: ${JSON.stringify(requestId)}, accountId: ${JSON.stringify(accountId)}, keyId: ${JSON.stringify(keyId)},
   endpoint: 'images/generations', model: 'm', unit: billingV1.BillingUnit.IMAGE, pricePerUnit: 100n, worstUnits: 1n });
 process.stdout.write('held ' + money.leaseOwner + '\\n');
@@ -151,7 +153,7 @@ setInterval(() => {}, 1_000);
 
     it('an owner killed with -9: its hold is released within lease + sweep; a live owner keeps its hold and settles it', async () => {
       const { accountId, keyId } = await account(orm, 1_000n);
-      const live = createMoneyExchange(address, { leaseRenewMs: RENEW_MS });
+      const live = moneyExchange(address, { leaseRenewMs: RENEW_MS });
       try {
         const kept = randomUUID();
         await live.authorize({ requestId: kept, accountId, keyId, endpoint: 'images/generations', model: 'm', unit: IMAGE, pricePerUnit: 50n, worstUnits: 1n });

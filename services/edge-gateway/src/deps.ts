@@ -1,7 +1,8 @@
-import type { billingV1, catalogV1, mediaV1, MethodsOf, MoneyCalls, ServiceClient, textV1, videoV1 } from '@gw/contracts';
+import type { billingV1, catalogV1, mediaV1, MethodsOf, ServiceClient, textV1, videoV1 } from '@gw/contracts';
 import type { BytesBudget } from '@gw/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import type { KeyCache } from './auth/key-cache.ts';
+import type { MoneyCalls } from './generation/billing-exchange.ts';
 import type { GenerateCalls } from './generation/text-exchange.ts';
 import type { HttpTimeouts } from './http/timeouts.ts';
 import type { CatalogCache } from './state/catalog-cache.ts';

@@ -1,10 +1,11 @@
 import { fromBinary } from '@bufbuild/protobuf';
-import { billingV1, catalogV1, createClient, createMoneyExchange, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
+import { billingV1, catalogV1, createClient, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
 import { BytesBudget, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { watchInvalidationFeed } from './auth/invalidation-feed.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
 import { gatewayConfig } from './config.ts';
+import { createMoneyExchange } from './generation/billing-exchange.ts';
 import { createGenerateExchange } from './generation/text-exchange.ts';
 import { CatalogCache } from './state/catalog-cache.ts';
 import { coalescedReload } from './state/reloader.ts';

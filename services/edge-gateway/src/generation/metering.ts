@@ -1,10 +1,11 @@
-import { RpcError, type billingV1, type MethodsOf, type MoneyCalls, type ServiceClient, type textV1 } from '@gw/contracts';
+import { RpcError, type billingV1, type MethodsOf, type ServiceClient, type textV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Options as RetryOptions } from 'p-retry';
 import type { KeyRecord } from '../auth/key-cache.ts';
 import type { GatewayDeps } from '../deps.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
+import type { MoneyCalls } from './billing-exchange.ts';
 import { IN_BACKGROUND, ON_REQUEST, untilAnswered } from './retries.ts';
 
 /*

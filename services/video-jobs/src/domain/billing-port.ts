@@ -1,5 +1,6 @@
-import { billingV1, HoldLease, type MethodsOf, type ServiceClient } from '@gw/contracts';
+import { billingV1, type MethodsOf, type ServiceClient } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
+import { HoldLease } from '@gw/service-kit';
 
 /** The billing calls video-jobs makes; a narrow port so tests can stand in for billing. */
 export type BillingPort = Pick<ServiceClient<MethodsOf<typeof billingV1.BillingService>>, 'authorize' | 'settle' | 'release' | 'refund' | 'renewLease'>;

@@ -1,11 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
+import { billingV1, createClient, ExchangeClient, INT64_MAX, INT64_MIN, type CallOptions, type ClientOptions } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
-import { createClient, type ClientOptions } from './grpc/client.ts';
-import { HoldLease } from './hold-lease.ts';
-import { ExchangeClient } from './grpc/exchange.ts';
-import { INT64_MAX, INT64_MIN } from './int64.ts';
-import type { CallOptions } from './grpc/types.ts';
+import { HoldLease } from '@gw/service-kit';
 
 type Init<S extends Parameters<typeof createClient>[0]['methods'][number]['input']> = MessageInitShape<S>;
 
