@@ -270,6 +270,35 @@ describe('first-byte deadline', () => {
     expect(await received('gpt-sim-mini')).toHaveLength(1);
   });
 
+  it('a complete (non-streamed) answer from a silent primary moves to the backup at the deadline: the client gets the backup answer, the primary health records it', async () => {
+    const r = await replica(namespace());
+    await control('PUT', '/settings/openai/gpt-sim-mini', { fault: 'timeout' });
+    const res = await generate(r.deps, create(textV1.GenerateRequestSchema, { ...request('acct-1'), firstByteTimeoutMs: 300 }), new AbortController().signal);
+    expect(res.provider).toBe('backup');
+    // The complete answer as ever: one chat.completion under the public model, with its usage.
+    const body = JSON.parse(Buffer.from(res.body).toString('utf8')) as Record<string, unknown>;
+    expect(body).toMatchObject({ object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: expect.any(String) }, finish_reason: 'stop' }] });
+    expect(body['usage']).toMatchObject({ prompt_tokens: Number(res.usage?.inputTokens), completion_tokens: Number(res.usage?.outputTokens) });
+    expect(res.usage?.outputTokens).toBeGreaterThan(0n);
+    expect(await received('gpt-sim-mini')).toHaveLength(1);
+    const [primary] = r.health.list().filter((h) => h.provider === 'primary');
+    expect(primary).toMatchObject({ state: textV1.RouteState.CLOSED, requests: 1, errorRate: 1, failingAccounts: 1 });
+    expect(primary!.lastError).toMatch(/did not answer in time/);
+    const [backup] = r.health.list().filter((h) => h.provider === 'backup');
+    expect(backup).toMatchObject({ requests: 1, errorRate: 0 });
+  });
+
+  it('a slow primary that has started its complete answer is not cut at the deadline', async () => {
+    const r = await replica(namespace());
+    // The first event comes at once, the whole answer well after the deadline.
+    await control('PUT', '/settings/openai/gpt-sim-mini', { chunkDelayMs: 60 });
+    const res = await generate(r.deps, create(textV1.GenerateRequestSchema, { ...request('acct-1', 'Hello [[sim:words=20]]'), firstByteTimeoutMs: 300 }), new AbortController().signal);
+    expect(res.provider).toBe('primary');
+    const body = JSON.parse(Buffer.from(res.body).toString('utf8')) as { choices: Array<{ message: { content: string } }> };
+    expect(body.choices[0]!.message.content.split(' ').length).toBeGreaterThanOrEqual(15);
+    expect(r.health.board.stats(PRIMARY)).toMatchObject({ requests: 1, failed: 0 });
+  });
+
   it('a stream that fails before its first event falls back too', async () => {
     const r = await replica(namespace());
     await control('PUT', '/settings/openai/gpt-sim-mini', { fault: '502' });

@@ -1,7 +1,7 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { textV1, type catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import { isProviderError, ProviderError, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect, type TokenUsage } from '@gw/providers';
+import { isProviderError, ProviderError, textAnswerFromStream, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect, type TokenUsage } from '@gw/providers';
 import { createStreamTranslator, extractUsage, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
 import { clientDialect, providerDialect, responseId } from './dialects.ts';
 import { readyTogether } from './ready-together.ts';
@@ -94,20 +94,21 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
     async (route) => {
       const adapter = adapterFor(deps, route);
       const upstreamDialect = providerDialect(adapter, client);
-      const upstream = upstreamBody(client, upstreamDialect, body, route, false, req.defaultMaxOutputTokens);
-      const res = await adapter.text(upstreamDialect, upstream, {
-        stream: false,
+      // Asked as a stream, so that the first-byte deadline holds for a complete answer too
+      // (docs/routing.md); the provider's complete answer is rebuilt from it.
+      const upstream = upstreamBody(client, upstreamDialect, body, route, true, req.defaultMaxOutputTokens);
+      const whole = await textAnswerFromStream(adapter, upstreamDialect, upstream, {
         signal,
         requestId: req.requestId,
+        timeoutMs: req.firstByteTimeoutMs > 0 ? req.firstByteTimeoutMs : deps.firstByteTimeoutMs,
         usage: (b) => tokens(b && extractUsage(upstreamDialect, b)),
         ...nativeHeaders(client, upstreamDialect, req),
       });
-      if (res.kind !== 'json') throw new GatewayError('upstream_error', 'The provider streamed an answer that was not asked to stream.');
       // A responses-API answer can be a 200 whose status says the generation failed.
-      if (upstreamDialect === 'responses' && res.body.status === 'failed') {
+      if (upstreamDialect === 'responses' && whole.status === 'failed') {
         throw new ProviderError('upstream_error', 'The upstream provider failed to generate a response.', { provider: adapter.name, retryable: true });
       }
-      return { dialect: upstreamDialect, answer: res.body, provider: adapter.name };
+      return { dialect: upstreamDialect, answer: whole, provider: adapter.name };
     },
     { signal, account: req.accountId },
   );
