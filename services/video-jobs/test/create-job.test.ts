@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { GatewayError } from '@gw/errors';
 import { FallbackRouter } from '@gw/providers';
+import { hasClaim } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IdempotencyClaim } from '../src/db/idempotency-claim.entity.ts';
 import { VideoJobInput } from '../src/db/video-job-input.entity.ts';
 import { VideoJob } from '../src/db/video-job.entity.ts';
 import { JobCreator, type SagaHooks, type SagaStep } from '../src/domain/create-job.ts';
@@ -110,7 +110,7 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
     expect((await job(pending.id)).status).toBe('abandoned');
     expect(billing.holds.get(pending.id)?.status ?? 'never held').toMatch(/^(never held|released)$/);
     expect(billing.balance(acct)).toBe(10_000n);
-    expect(await orm.em.fork().count(IdempotencyClaim, { jobId: pending.id })).toBe(0);
+    expect(await hasClaim(orm.em.fork(), pending.id)).toBe(false);
     expect((await outboxEvents(orm)).filter((e) => e.status?.jobId === pending.id)).toEqual([]);
     expect(await sweep()).toBe(0);
     expect(billing.balance(acct)).toBe(10_000n);

@@ -1,10 +1,9 @@
 import { GatewayError } from '@gw/errors';
-import type { Logger } from '@gw/service-kit';
+import { deleteExpiredClaims, hasClaim, type Logger } from '@gw/service-kit';
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import type { Clock } from '../clock.ts';
 import { VideoJob } from '../db/video-job.entity.ts';
 import { resolveCharge, type BillingPort } from './billing-port.ts';
-import { deleteExpiredClaims, hasKeyClaim } from './idempotency-claims.ts';
 import { markAbandoned, markQueued } from './pending-transitions.ts';
 
 export interface RecoveryDeps {
@@ -53,7 +52,7 @@ async function resolveOne(deps: RecoveryDeps, id: string): Promise<boolean> {
     if (!job) return false; // finished meanwhile, or another replica holds it
     const charge = await resolveCharge(deps.billing, job);
     const now = deps.clock();
-    if (charge && (await hasKeyClaim(tx, id))) {
+    if (charge && (await hasClaim(tx, id))) {
       await markQueued(tx, id, charge.creditCharged, now);
       deps.logger.info({ jobId: id, credits: charge.creditCharged.toString() }, 'finished an interrupted video job creation');
     } else if (charge) {

@@ -1,7 +1,7 @@
+import { completeClaim, releaseClaims } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { VideoJobInput } from '../db/video-job-input.entity.ts';
 import { VideoJob } from '../db/video-job.entity.ts';
-import { freeKeyOf } from './idempotency-claims.ts';
 import { announceStatus } from './job-events.ts';
 
 /**
@@ -11,7 +11,10 @@ import { announceStatus } from './job-events.ts';
  * holds the job's row lock; these then run inside it).
  */
 
-/** Charged: `pending` → `queued`, announced in the same transaction. Returns the job as it stands. */
+/**
+ * Charged: `pending` → `queued`, announced and its Idempotency-Key claim completed (a retry answers
+ * the job) in the same transaction. Returns the job as it stands.
+ */
 export async function markQueued(em: EntityManager, jobId: string, creditCharged: bigint, now: Date): Promise<VideoJob> {
   return em.transactional(async (tx) => {
     const moved = await tx.nativeUpdate(
@@ -23,6 +26,7 @@ export async function markQueued(em: EntityManager, jobId: string, creditCharged
     if (moved === 1) {
       announceStatus(tx, job, { status: 'queued', previous: '', at: now });
       await tx.flush();
+      await completeClaim(tx, jobId);
     }
     return job;
   });
@@ -37,7 +41,7 @@ export async function markAbandoned(em: EntityManager, jobId: string, now: Date)
     const moved = await tx.nativeUpdate(VideoJob, { id: jobId, status: 'pending' }, { status: 'abandoned', updatedAt: now });
     if (moved === 1) {
       await tx.nativeDelete(VideoJobInput, { jobId });
-      await freeKeyOf(tx, jobId);
+      await releaseClaims(tx, [jobId]);
     }
     return tx.findOneOrFail(VideoJob, { id: jobId }, { refresh: true });
   });
