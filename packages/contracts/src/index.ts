@@ -11,6 +11,6 @@ export * as healthV1 from './gen/grpc/health/v1/health_pb.js';
 export * as textV1 from './gen/gateway/text/v1/text_pb.js';
 export * as mediaV1 from './gen/gateway/media/v1/media_pb.js';
 export * as videoV1 from './gen/gateway/video/v1/video_pb.js';
-export { ExchangeClient, isExchangeUnsupported, serveExchange, toExchangeFailure, fromExchangeFailure, type ExchangeFailure, type ServeExchangeOptions } from './grpc/exchange.ts';
+export { ExchangeClient, serveExchange, toExchangeFailure, fromExchangeFailure, type ExchangeFailure, type ServeExchangeOptions } from './grpc/exchange.ts';
 export { INT64_MAX, INT64_MIN, isPositiveInt64 } from './int64.ts';
 export { withinCharacters } from './characters.ts';

@@ -10,7 +10,6 @@ import {
   billingV1,
   bindServer,
   createClient,
-  isExchangeUnsupported,
   serveExchange,
   shutdownServer,
 } from '../src/index.ts';
@@ -70,7 +69,7 @@ function moneyOn(address: string, opts: { defaultTimeoutMs?: number } = {}) {
   const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
   return {
     authorize: (value: ReturnType<typeof authorize>, callOpts: { timeoutMs?: number } = {}) =>
-      exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } }), () => client.authorize(value), callOpts.timeoutMs),
+      exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } }), callOpts.timeoutMs),
     close() {
       exchange.close();
       client.close();
@@ -224,23 +223,7 @@ async function startWithoutExchange<I extends object, O extends object>(path: st
 }
 
 describe('a service without the exchange', () => {
-  it('billing: the calls are made as unary rpcs, each once', async () => {
-    const old = await startWithoutExchange<billingV1.AuthorizeRequest, object>(
-      `/${billingV1.BillingService.typeName}/Authorize`,
-      billingV1.AuthorizeRequestSchema,
-      billingV1.AuthorizeResponseSchema,
-      (req) => ({ held: req.worstUnits, balanceAfter: 100n }),
-    );
-    const money = moneyOn(old.address);
-    // The first calls meet the refused stream; later ones go straight to the unary rpc.
-    const first = await Promise.all(['u1', 'u2', 'u3'].map((id) => money.authorize(authorize(id))));
-    const later = await money.authorize(authorize('u4'));
-    expect([...first, later].map((a) => a.held)).toEqual([7n, 7n, 7n, 7n]);
-    expect(old.calls.map((c) => c.requestId).sort()).toEqual(['u1', 'u2', 'u3', 'u4']);
-    money.close();
-  });
-
-  it('the exchange is tried again once the server may have been upgraded', async () => {
+  it('refuses the stream before taking anything: its calls fail UNIMPLEMENTED at once, idempotent ones too, none sent again', async () => {
     const old = await startWithoutExchange(`/${billingV1.BillingService.typeName}/Authorize`, billingV1.AuthorizeRequestSchema, billingV1.AuthorizeResponseSchema, () => ({}));
     const client = createClient(billingV1.BillingService, old.address);
     let streams = 0;
@@ -248,19 +231,14 @@ describe('a service without the exchange', () => {
       streams++;
       return client.exchange();
     };
-    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(open, { service: billingV1.BillingService.typeName, resend: true, unsupportedRetryMs: 300 });
+    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(open, { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: 10_000 });
     const send = (id: string) => exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize(id) } }));
-    expect(isExchangeUnsupported(await send('x1').catch((e: unknown) => e))).toBe(true);
-    expect(isExchangeUnsupported(await send('x2').catch((e: unknown) => e))).toBe(true);
-    expect(streams).toBe(1); // the second call failed at once, without trying another stream
-
-    // The successor serves the exchange at the same address.
-    old.server.forceShutdown();
-    const upgraded = await startFake({ port: old.port });
-    await new Promise((r) => setTimeout(r, 350));
-    await expect(send('x3')).resolves.toMatchObject({ result: { case: 'authorize' } });
-    expect(upgraded.seen.get('x3')).toBe(1);
-    expect(streams).toBe(2);
+    const started = Date.now();
+    const errors = await Promise.all(['x1', 'x2'].map((id) => send(id).catch((e: unknown) => e)));
+    for (const err of errors) expect(err).toMatchObject({ name: 'RpcError', grpcCode: grpc.status.UNIMPLEMENTED });
+    expect(Date.now() - started).toBeLessThan(5_000); // not held until the deadline by resends
+    expect(streams).toBe(1);
+    expect(old.calls).toEqual([]); // the unary rpc is not made behind the caller's back
     exchange.close();
     client.close();
   });

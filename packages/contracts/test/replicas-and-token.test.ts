@@ -35,7 +35,7 @@ function moneyOn(address: string, opts: ClientOptions = {}) {
   const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
   return {
     authorize: (value: { accountId: string }) =>
-      exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } }), () => client.authorize(value)),
+      exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } })),
     close() {
       exchange.close();
       client.close();

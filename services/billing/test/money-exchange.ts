@@ -18,7 +18,7 @@ export function moneyExchange(address: string, opts: { leaseRenewMs?: number } =
   const lease = new HoldLease();
   const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true });
   const send = <C extends Call>(method: string, call: C, value: Req<C>, callOpts?: CallOptions) =>
-    exchange.request<Res<C>>(method, call, (envelope) => ({ ...envelope, call: { case: call, value } }), () => client[call](value as never) as Promise<Res<C>>, callOpts?.timeoutMs);
+    exchange.request<Res<C>>(method, call, (envelope) => ({ ...envelope, call: { case: call, value } }), callOpts?.timeoutMs);
   return {
     leaseOwner: lease.owner,
     authorize(req: Req<'authorize'>, callOpts?: CallOptions) {

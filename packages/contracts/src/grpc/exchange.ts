@@ -17,9 +17,8 @@ import type { CallContext } from './types.ts';
  * took, refuses later ones with `not_taken` and ends the stream once the caller has ended its
  * side: the caller sends refused calls again on a new stream, so a rolling update loses nothing.
  * When a stream breaks instead (a crash), unanswered idempotent calls are sent again; other calls
- * fail as a broken unary call would. A server without the exchange (an older version, during a
- * rollout) refuses the stream before taking anything: its calls fail `UNIMPLEMENTED` at once (see
- * `isExchangeUnsupported`), so the caller can make them as unary calls instead.
+ * fail as a broken unary call would. A stream refused before anything was taken (the service
+ * token, or a server without the exchange) fails its calls with the server's status at once.
  */
 interface Envelope {
   id: bigint;
@@ -72,11 +71,6 @@ interface Response {
   result: Result;
 }
 
-/** The exchange call failed because the server does not serve the exchange: nothing was done. */
-export function isExchangeUnsupported(err: unknown): boolean {
-  return err instanceof RpcError && err.grpcCode === status.UNIMPLEMENTED;
-}
-
 const notTaken = (res: Response) => res.result.case === 'error' && (res.result.value as ExchangeFailure).notTaken;
 
 /** The answer of the expected kind from an exchange response, or the error it carries, thrown. */
@@ -105,8 +99,6 @@ export interface ExchangeClientOptions {
   defaultTimeoutMs?: number;
   /** The calls are idempotent: resend unanswered ones after a stream breaks (else they fail UNAVAILABLE). */
   resend: boolean;
-  /** How long after meeting a server without the exchange its calls go unary before the exchange is tried again. */
-  unsupportedRetryMs?: number;
   /**
    * The message that cancels call `id`, where the exchange has one: sent when the caller stops
    * waiting (deadline, abort, a stream it stops reading), so the server stops its work too.
@@ -129,7 +121,6 @@ export class ExchangeClient<O extends Response> {
   readonly #service: string;
   readonly #defaultTimeoutMs: number;
   readonly #resend: boolean;
-  readonly #unsupportedRetryMs: number;
   readonly #cancel: ((id: bigint) => object) | undefined;
   readonly #rotateMs: number;
   /** When the current stream was opened. */
@@ -141,15 +132,12 @@ export class ExchangeClient<O extends Response> {
   /** Streams in a row that broke without answering anything: resends wait longer each time. */
   #fruitless = 0;
   #closed = false;
-  /** Until then the server is taken to have no exchange: calls fail UNIMPLEMENTED without a stream. */
-  #unsupportedUntil = 0;
 
   constructor(open: () => Duplex<O>, opts: ExchangeClientOptions) {
     this.#open = open;
     this.#service = opts.service;
     this.#defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
     this.#resend = opts.resend;
-    this.#unsupportedRetryMs = opts.unsupportedRetryMs ?? 30_000;
     this.#cancel = opts.cancel;
     this.#rotateMs = opts.rotateMs ?? 30_000;
   }
@@ -157,7 +145,6 @@ export class ExchangeClient<O extends Response> {
   /** Sends one call (`build` makes its message from the id and trace context) and resolves with its response. */
   call(method: string, build: (envelope: Envelope) => object, timeoutMs?: number): Promise<O> {
     if (this.#closed) return Promise.reject(new RpcError(status.CANCELLED, `/${this.#service}/${method}: the exchange is closed`));
-    if (Date.now() < this.#unsupportedUntil) return Promise.reject(this.#unsupported(method));
     return withRpcSpan('client', this.#service, method, context.active(), (_span, ctx) =>
       new Promise<O>((resolve, reject) => {
         this.#send(method, build, ctx, timeoutMs, (res) => (resolve(res), true), reject);
@@ -168,12 +155,11 @@ export class ExchangeClient<O extends Response> {
   /**
    * Sends one streaming call and yields its responses as they come, up to the one `isLast` says
    * is the last (an error response is always the last). Throws as `call` rejects: closed,
-   * unsupported, deadline, broken stream. A consumer that stops early leaves the server's
+   * refused, deadline, broken stream. A consumer that stops early leaves the server's
    * remaining responses to be dropped. `timeoutMs` bounds the whole stream.
    */
   async *stream(method: string, build: (envelope: Envelope) => object, isLast: (res: O) => boolean, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<O> {
     if (this.#closed) throw new RpcError(status.CANCELLED, `/${this.#service}/${method}: the exchange is closed`);
-    if (Date.now() < this.#unsupportedUntil) throw this.#unsupported(method);
     const queue: O[] = [];
     let failure: unknown;
     let over = false;
@@ -238,19 +224,9 @@ export class ExchangeClient<O extends Response> {
     return id;
   }
 
-  /**
-   * One call answered as its unary rpc would be: the result of kind `expected`, or the error it
-   * carries, thrown. Against a server without the exchange, that unary rpc (`unary`) is made
-   * instead: the server refused the stream before taking the call, so nothing runs twice.
-   */
-  async request<T>(method: string, expected: string, build: (envelope: Envelope) => object, unary: () => Promise<T>, timeoutMs?: number): Promise<T> {
-    let res: O;
-    try {
-      res = await this.call(method, build, timeoutMs);
-    } catch (err) {
-      if (isExchangeUnsupported(err)) return unary();
-      throw err;
-    }
+  /** One call answered as its unary rpc would be: the result of kind `expected`, or the error it carries, thrown. */
+  async request<T>(method: string, expected: string, build: (envelope: Envelope) => object, timeoutMs?: number): Promise<T> {
+    const res = await this.call(method, build, timeoutMs);
     return unwrapResult<T>(res.result, expected, `/${this.#service}/${method}`);
   }
 
@@ -261,10 +237,6 @@ export class ExchangeClient<O extends Response> {
     this.#current?.cancel();
     this.#current = undefined;
     for (const [id, p] of this.#pending) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}: CANCELLED the exchange is closed`));
-  }
-
-  #unsupported(method: string): RpcError {
-    return new RpcError(status.UNIMPLEMENTED, `/${this.#service}/${method}: UNIMPLEMENTED the server has no exchange`);
   }
 
   /** Fails a call the caller no longer waits for, and tells the server to stop it where it can. */
@@ -329,16 +301,12 @@ export class ExchangeClient<O extends Response> {
       if (this.#current === stream) this.#current = undefined;
       stream.cancel();
       const unanswered = [...this.#pending].filter(([, p]) => p.stream === stream);
-      if (err?.code === status.UNIMPLEMENTED) {
-        // Refused before any call was taken: each may be made as a unary call instead.
-        this.#unsupportedUntil = Date.now() + this.#unsupportedRetryMs;
-        for (const [id, p] of unanswered) this.#settle(id, p, this.#unsupported('Exchange'));
-        return;
-      }
-      if (err?.code === status.UNAUTHENTICATED) {
-        // Refused for the service token: sending again cannot help; the calls fail as unary ones would.
-        const message = (err as { details?: string }).details ?? 'the service token was refused';
-        for (const [id, p] of unanswered) this.#settle(id, p, new RpcError(status.UNAUTHENTICATED, `/${this.#service}: UNAUTHENTICATED ${message}`));
+      if (err?.code === status.UNAUTHENTICATED || err?.code === status.UNIMPLEMENTED) {
+        // Refused before any call was taken (the service token; a server without the exchange):
+        // sending again cannot help, so the calls fail as unary ones would.
+        const name = err.code === status.UNAUTHENTICATED ? 'UNAUTHENTICATED' : 'UNIMPLEMENTED';
+        const message = (err as { details?: string }).details ?? 'the stream was refused';
+        for (const [id, p] of unanswered) this.#settle(id, p, new RpcError(err.code, `/${this.#service}: ${name} ${message}`));
         return;
       }
       if (!answered) this.#fruitless++;

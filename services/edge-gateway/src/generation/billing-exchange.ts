@@ -16,8 +16,7 @@ const SERVICE = billingV1.BillingService.typeName;
 
 /**
  * `MoneyCalls` over billing's `Exchange` stream: the same calls, answers and errors as the unary
- * rpcs, two stream messages per call instead of a call each. One exchange per caller process. A
- * billing without the exchange (an older version, during a rollout) is called with the unary rpcs.
+ * rpcs, two stream messages per call instead of a call each. One exchange per caller process.
  * Every hold it authorizes is leased to this process (`leaseOwner`), and from the first one on the
  * lease is renewed every `leaseRenewMs` (20 s) until `close()`: if the process dies, billing
  * releases its holds within minutes.
@@ -39,7 +38,7 @@ export function createMoneyExchange(
     // A message that cannot be encoded would break the stream every billed request shares.
     const outOfRange = Object.entries(value as object).find(([, v]) => typeof v === 'bigint' && (v < INT64_MIN || v > INT64_MAX));
     if (outOfRange) return Promise.reject(new GatewayError('invalid_request', `${outOfRange[0]} is out of range.`));
-    return exchange.request<unknown>(method, call, (envelope) => ({ ...envelope, call: { case: call, value } }), () => client[call](value as never, callOpts), callOpts?.timeoutMs);
+    return exchange.request<unknown>(method, call, (envelope) => ({ ...envelope, call: { case: call, value } }), callOpts?.timeoutMs);
   }
 
   return {
