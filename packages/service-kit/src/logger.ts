@@ -29,16 +29,24 @@ const REDACT = [
   '*.body',
 ];
 
-/** Structured JSON logs carrying the active trace and span ids, so a log line finds its trace. */
+/**
+ * Structured JSON logs carrying the active trace and span ids, so a log line finds its trace.
+ * Written asynchronously: a synchronous write per line (one access line per request) cost the
+ * edge about 5% of its CPU under load; lines written while a write is in flight leave together,
+ * and pino flushes what is left synchronously when the process exits.
+ */
 export function createLogger(service: string, level = 'info'): Logger {
-  return pino({
-    level,
-    base: { service },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: REDACT, censor: '[redacted]' },
-    mixin() {
-      const ctx = trace.getActiveSpan()?.spanContext();
-      return ctx ? { trace_id: ctx.traceId, span_id: ctx.spanId } : {};
+  return pino(
+    {
+      level,
+      base: { service },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: REDACT, censor: '[redacted]' },
+      mixin() {
+        const ctx = trace.getActiveSpan()?.spanContext();
+        return ctx ? { trace_id: ctx.traceId, span_id: ctx.spanId } : {};
+      },
     },
-  });
+    pino.destination({ dest: 1, sync: false }),
+  );
 }
