@@ -39,7 +39,11 @@ const hash = (body: string) => createHash('sha256').update(body).digest();
 function owner(orphans = new Set<string>()): ClaimOwner {
   return {
     async jobState(tx: EntityManager, jobId: string) {
-      if (orphans.has(jobId)) await tx.execute(`update job set status = 'abandoned' where id = ?`, [jobId]);
+      if (orphans.has(jobId)) {
+        // As media does: the orphan is abandoned and its claim released, in the claim's transaction.
+        await tx.execute(`update job set status = 'abandoned' where id = ?`, [jobId]);
+        await releaseClaims(tx, [jobId]);
+      }
       const [job] = await tx.execute<{ status: string }[]>('select status from job where id = ?', [jobId]);
       if (!job || job.status === 'abandoned') return 'free';
       return job.status === 'running' ? 'in_flight' : 'completed';

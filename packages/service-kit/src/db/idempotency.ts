@@ -109,10 +109,13 @@ export async function claimIdempotencyKey(tx: EntityManager, claim: KeyClaim, ow
       if (state === 'completed') await completeClaim(tx, held.job_id);
     }
     if (state === 'free') {
+      // An upsert: the owner may have released the claim while abandoning its job (we hold its lock).
       await tx.execute(
-        `update idempotency_claim set scope = ?, body_hash = ?, job_id = ?, state = 'in_flight', created_at = ?, expires_at = ?
-          where account_id = ? and key = ?`,
-        [...row, claim.accountId, claim.key],
+        `insert into idempotency_claim (account_id, key, scope, body_hash, job_id, state, created_at, expires_at)
+         values (?, ?, ?, ?, ?, 'in_flight', ?, ?)
+         on conflict (account_id, key) do update set scope = excluded.scope, body_hash = excluded.body_hash, job_id = excluded.job_id,
+           state = excluded.state, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+        [claim.accountId, claim.key, ...row],
       );
       return { kind: 'claimed' };
     }

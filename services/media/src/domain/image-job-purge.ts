@@ -1,4 +1,4 @@
-import { startPeriodic, type Logger } from '@gw/service-kit';
+import { deleteExpiredClaims, startPeriodic, type Logger } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { orphanBounds, type JobPolicy } from './image-jobs.ts';
 import { abandonStaleJobs } from './stale-jobs.ts';
@@ -8,7 +8,7 @@ const BATCH = 500;
 
 /**
  * Abandons jobs that went stale (their gateway died mid-request), then deletes every job past its
- * `expires_at` with its images, in batches. Returns what it did.
+ * `expires_at` with its images, in batches, and the Idempotency-Key claims past theirs. Returns what it did.
  */
 export async function purgeImageJobs(em: EntityManager, policy: JobPolicy, now: Date): Promise<{ staled: number; deleted: number }> {
   const staled = await abandonStaleJobs(em, orphanBounds(policy, now), now);
@@ -22,6 +22,7 @@ export async function purgeImageJobs(em: EntityManager, policy: JobPolicy, now: 
     deleted += res.affectedRows;
     if (res.affectedRows < BATCH) break;
   }
+  await deleteExpiredClaims(em, now);
   return { staled, deleted };
 }
 

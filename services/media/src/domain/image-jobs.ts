@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '@gw/errors';
+import { claimIdempotencyKey, completeClaim, releaseClaims, type ClaimOutcome, type ClaimOwner } from '@gw/service-kit';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ImageJob, ImageJobImage } from '../db/entities.ts';
 import { isUniqueViolation } from '../db/pg-errors.ts';
@@ -19,9 +20,10 @@ export interface JobPolicy {
    */
   staleAfterMs: number;
   /**
-   * A claim's lease (default 60 s): set when the job begins, extended while media runs it. A
-   * running job whose lease ended (media died between commit and answer, or under the run; or the
-   * gateway died) is abandoned at once: a retry with its key runs anew instead of 409 for 30 minutes.
+   * A running job's lease (default 60 s), and so its key's claim's: set when the job begins,
+   * extended while media runs it. A running job whose lease ended (media died between commit and
+   * answer, or under the run; or the gateway died) is abandoned at once, freeing its key: a retry
+   * with the key runs anew instead of 409 for 30 minutes.
    */
   claimLeaseMs?: number;
   /**
@@ -59,8 +61,9 @@ export function newJobId(): string {
 }
 
 const SHA256_BYTES = 32;
-/** A claim that keeps losing to rows that are abandoned at the same moment gives up after this many tries. */
-const CLAIM_ATTEMPTS = 3;
+
+/** The endpoint of each operation: a key used on one is a conflict on the other. */
+const SCOPES: Record<ImageOperationName, string> = { generate: 'images/generations', edit: 'images/edits' };
 
 function later(now: Date, ms: number): Date {
   return new Date(now.getTime() + ms);
@@ -78,41 +81,75 @@ export interface BeginInput {
   operation: ImageOperationName;
 }
 
+const IN_PROGRESS =
+  'A request with this Idempotency-Key is in progress. The provider is not called again. If the request that used it failed, the key is free again within a minute: retry then.';
+
 /**
- * Creates a running job. With an Idempotency-Key the insert itself is the claim: the partial
- * unique index admits one live job per (account, key), so of two concurrent requests on any
- * replicas exactly one gets a job and the other a `duplicate_request`. A key whose job expired
- * or went stale is freed first; one whose job was abandoned (no charge) is simply claimed anew.
+ * Creates a running job. With an Idempotency-Key, the job and its claim (`@gw/service-kit`'s one
+ * claim design, table `idempotency_claim`) are written in one transaction: of two concurrent
+ * requests on any replicas exactly one gets a job and the other a `duplicate_request`. A key whose
+ * claim expired is free; one whose job was abandoned (no charge), or is an orphan abandoned right
+ * here (its run's lease ended, or it went stale), is claimed anew.
  */
 export async function beginImageJob(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<string> {
   need(input.accountId, 'account_id');
   if (input.idempotencyKey === '') return insertJob(em, input, policy, now);
   if (input.bodyHash.length !== SHA256_BYTES) throw new GatewayError('invalid_request', 'body_hash must be a SHA-256 digest.');
-  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-    await freeKey(em, input, policy, now);
-    try {
-      return await insertJob(em, input, policy, now);
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-    }
-    const live = await em.findOne(
-      ImageJob,
-      { accountId: input.accountId, idempotencyKey: input.idempotencyKey, status: { $ne: 'abandoned' } },
-      { disableIdentityMap: true },
-    );
-    // Abandoned between our insert and this read: the key is free again, claim it once more.
-    if (live) throw duplicateOf(live, input);
+  const jobId = newJobId();
+  const claim = {
+    accountId: input.accountId,
+    key: input.idempotencyKey,
+    scope: SCOPES[input.operation],
+    bodyHash: input.bodyHash,
+    jobId,
+    now,
+    expiresAt: later(now, policy.resultTtlMs),
+  };
+  try {
+    return await em.transactional(async (tx) => {
+      // The previous release's key index on image_job still guards its replicas during a rollout:
+      // an expired row holding the key goes first (the purge would delete it anyway).
+      await tx.execute(
+        `delete from image_job where account_id = ? and idempotency_key = ? and status <> 'abandoned' and expires_at <= ?`,
+        [input.accountId, input.idempotencyKey, now],
+        'run',
+      );
+      const outcome = await claimIdempotencyKey(tx, claim, imageJobs(policy, now));
+      if (outcome.kind !== 'claimed') throw refusal(outcome);
+      return insertJob(tx, input, policy, now, jobId);
+    });
+  } catch (err) {
+    // Only while a replica of the previous release runs: its job holds the key in that index.
+    if (isUniqueViolation(err)) throw new GatewayError('duplicate_request', IN_PROGRESS);
+    throw err;
   }
-  throw new GatewayError('duplicate_request', 'A request with this Idempotency-Key is in progress. The provider is not called again.');
 }
 
-async function insertJob(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<string> {
-  const id = newJobId();
+/**
+ * The owner's side of a claim in flight: its job is an orphan (the run's lease ended, or it went
+ * stale) and is abandoned now, in the claim's transaction, freeing the key; or it still runs; or
+ * it finished (a claim of a job the previous release finished is completed here).
+ */
+function imageJobs(policy: JobPolicy, now: Date): ClaimOwner {
+  return {
+    async jobState(tx, jobId) {
+      await abandonStaleJobs(tx, orphanBounds(policy, now), now, { jobId });
+      const [job] = await tx.execute<Array<{ status: string; expires_at: Date }>>('select status, expires_at from image_job where id = ?', [jobId]);
+      if (!job || job.status === 'abandoned') return 'free';
+      if (job.status === 'running') return 'in_flight';
+      await completeClaim(tx, jobId, new Date(job.expires_at));
+      return 'completed';
+    },
+  };
+}
+
+async function insertJob(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date, id = newJobId()): Promise<string> {
   const keyed = input.idempotencyKey !== '';
   await em.insert(ImageJob, {
     id,
     accountId: input.accountId,
     operation: input.operation,
+    // Also kept on the job: whether its result is kept, and the previous release's key index.
     idempotencyKey: keyed ? input.idempotencyKey : null,
     bodyHash: keyed ? Buffer.from(input.bodyHash) : null,
     status: 'running',
@@ -123,40 +160,23 @@ async function insertJob(em: EntityManager, input: BeginInput, policy: JobPolicy
   return id;
 }
 
-/**
- * Frees the key from a job that outlived it: expired rows go, orphaned running ones (lease ended,
- * or stale) are abandoned. Every condition names `status <> 'abandoned'` so the partial unique
- * index serves the lookup.
- */
-async function freeKey(em: EntityManager, input: BeginInput, policy: JobPolicy, now: Date): Promise<void> {
-  await abandonStaleJobs(em, orphanBounds(policy, now), now, input);
-  await em.execute(
-    `delete from image_job where account_id = ? and idempotency_key = ? and status <> 'abandoned' and expires_at <= ?`,
-    [input.accountId, input.idempotencyKey, now],
-    'run',
-  );
-}
-
-/** The answer to a second use of a live key. */
-function duplicateOf(live: ImageJob, input: BeginInput): GatewayError {
-  const sameBody = !!live.bodyHash && live.operation === input.operation && Buffer.from(live.bodyHash).equals(Buffer.from(input.bodyHash));
-  if (!sameBody) {
-    return new GatewayError(
-      'invalid_request',
-      'This Idempotency-Key was already used with a different request (body or endpoint) in the last 24 hours. Use a new key for a new request.',
-    );
+/** The answer to a second use of a claimed key. */
+function refusal(outcome: Exclude<ClaimOutcome, { kind: 'claimed' }>): GatewayError {
+  switch (outcome.kind) {
+    case 'conflict':
+      return new GatewayError(
+        'invalid_request',
+        'This Idempotency-Key was already used with a different request (body or endpoint) in the last 24 hours. Use a new key for a new request.',
+      );
+    case 'completed':
+      return new GatewayError(
+        'duplicate_request',
+        'A request with this Idempotency-Key already succeeded and was charged once. Fetch its result with job_id.',
+        { job_id: outcome.jobId },
+      );
+    case 'in_flight':
+      return new GatewayError('duplicate_request', IN_PROGRESS);
   }
-  if (live.status === 'succeeded') {
-    return new GatewayError(
-      'duplicate_request',
-      'A request with this Idempotency-Key already succeeded and was charged once. Fetch its result with job_id.',
-      { job_id: live.id },
-    );
-  }
-  return new GatewayError(
-    'duplicate_request',
-    'A request with this Idempotency-Key is in progress. The provider is not called again. If the request that used it failed, the key is free again within a minute: retry then.',
-  );
 }
 
 /**
@@ -216,7 +236,7 @@ export async function recordOutput(
   });
 }
 
-/** Records the settled charge; the result (and the key) are kept for `resultTtlMs` from now. */
+/** Records the settled charge and completes the key's claim; the result (and the key) are kept for `resultTtlMs` from now. */
 export async function finishImageJob(
   em: EntityManager,
   input: { jobId: string; accountId: string; creditCharged: bigint; balanceAfter: bigint },
@@ -224,17 +244,17 @@ export async function finishImageJob(
   now: Date,
 ): Promise<void> {
   if (input.creditCharged < 0n) throw new GatewayError('invalid_request', 'credit_charged cannot be negative.');
-  const updated = await em.nativeUpdate(
-    ImageJob,
-    { id: input.jobId, accountId: input.accountId, status: 'running' },
-    {
-      status: 'succeeded',
-      creditCharged: input.creditCharged,
-      balanceAfter: input.balanceAfter,
-      completedAt: now,
-      expiresAt: later(now, policy.resultTtlMs),
-    },
-  );
+  const expiresAt = later(now, policy.resultTtlMs);
+  const updated = await em.transactional(async (tx) => {
+    const moved = await tx.nativeUpdate(
+      ImageJob,
+      { id: input.jobId, accountId: input.accountId, status: 'running' },
+      { status: 'succeeded', creditCharged: input.creditCharged, balanceAfter: input.balanceAfter, completedAt: now, expiresAt },
+    );
+    // A retry with the key now answers this job, for as long as its result is kept.
+    if (moved > 0) await completeClaim(tx, input.jobId, expiresAt);
+    return moved;
+  });
   if (updated > 0) return;
   const job = await em.findOne(ImageJob, { id: input.jobId, accountId: input.accountId }, { disableIdentityMap: true });
   // A replay of a finish that already happened changes nothing.
@@ -253,7 +273,10 @@ export async function abandonImageJob(em: EntityManager, input: { jobId: string;
       { id: input.jobId, accountId: input.accountId, status: 'running' },
       { status: 'abandoned', expiresAt: now },
     );
-    if (updated > 0) await tx.nativeDelete(ImageJobImage, { jobId: input.jobId });
+    if (updated > 0) {
+      await tx.nativeDelete(ImageJobImage, { jobId: input.jobId });
+      await releaseClaims(tx, [input.jobId]);
+    }
   });
 }
 
