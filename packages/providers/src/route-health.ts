@@ -315,6 +315,19 @@ export class RouteHealthBoard implements RouteHealth {
     this.#states.set(key, status);
   }
 
+  /**
+   * Drops everything known of a route (state, evidence, unreported outcomes): for a route no live
+   * model uses any more. Should it be used again, it starts closed, without evidence.
+   */
+  forget(route: RouteRef): void {
+    const key = routeKey(route);
+    this.#states.delete(key);
+    this.#windows.delete(key);
+    this.#refs.delete(key);
+    this.#pending.delete(key);
+    this.#factors.clear();
+  }
+
   #window(route: RouteRef): EvidenceWindow {
     const key = routeKey(route);
     let window = this.#windows.get(key);

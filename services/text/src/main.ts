@@ -1,8 +1,9 @@
-import { textV1 } from '@gw/contracts';
+import { catalogV1, createClient, textV1 } from '@gw/contracts';
 import { FallbackRouter, LocalRouteHealth, ProviderRegistry, RouteHealthBoard } from '@gw/providers';
-import { BytesBudget, envBool, loadConfig, runGrpcService } from '@gw/service-kit';
+import { BytesBudget, envBool, loadConfig, runGrpcService, subscribeBroadcast } from '@gw/service-kit';
 import { z } from 'zod';
 import { textHandler } from './grpc/text.handler.ts';
+import { CATALOG_CHANGED_SUBJECT, CatalogFollower } from './health/live-routes.ts';
 import { probeWith } from './health/probe.ts';
 import { SharedRouteHealth } from './health/shared-route-health.ts';
 
@@ -23,6 +24,13 @@ const env = loadConfig(
     ROUTE_MAX_REST_MS: z.coerce.number().int().positive().default(300_000),
     /** A streamed answer's first-event deadline per route, for models that set none. */
     FIRST_BYTE_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    /**
+     * The catalog, to know which routes live models use: the others are no longer probed and
+     * are forgotten. Unset: every route the service has seen is kept.
+     */
+    CATALOG_ADDR: z.string().min(1).optional(),
+    /** How often the catalog is read again besides on its change events. */
+    CATALOG_REFRESH_MS: z.coerce.number().int().positive().default(60_000),
     /** Request body bytes held at once, from every gateway: a request costs 4 to 6 times its body in memory (pod limit 768 MiB). */
     BODY_BUDGET_BYTES: z.coerce.number().int().positive().default(96 * 1024 * 1024),
   }),
@@ -51,6 +59,21 @@ await runGrpcService({
     health.run();
     whenNats((nats) => health.attach(nats));
     onStop(() => health.stop());
+    if (env.CATALOG_ADDR !== undefined) {
+      const catalog = createClient(catalogV1.CatalogService, env.CATALOG_ADDR, { defaultTimeoutMs: 10_000 });
+      const follower = new CatalogFollower({ load: () => catalog.getSnapshot({}), retain: (routes) => health.retainOnly(routes), logger, refreshMs: env.CATALOG_REFRESH_MS });
+      follower.start();
+      whenNats((nats) => {
+        const sub = subscribeBroadcast(nats, serviceEnv.EVENTS_NAMESPACE, CATALOG_CHANGED_SUBJECT, () => void follower.reload(), logger);
+        // Changes announced before the subscription were missed.
+        void follower.reload();
+        return () => sub.unsubscribe();
+      });
+      onStop(() => {
+        follower.stop();
+        catalog.close();
+      });
+    }
     onStop(() => providers.close());
     return [[textV1.TextService, textHandler({ providers, router, now: Date.now, firstByteTimeoutMs: env.FIRST_BYTE_TIMEOUT_MS }, budget, () => health.list())]];
   },

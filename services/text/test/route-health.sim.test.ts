@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { create, fromBinary } from '@bufbuild/protobuf';
-import { eventsV1, textV1 } from '@gw/contracts';
+import { catalogV1, eventsV1, textV1 } from '@gw/contracts';
 import { FallbackRouter, ProviderRegistry, RouteHealthBoard, type HealthPolicy } from '@gw/providers';
 import { connectNats, createLogger, qualify, type NatsConnection } from '@gw/service-kit';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildSimulator } from '../../provider-simulator/src/app.ts';
 import { generate, generateStream, type TextDeps } from '../src/domain/text-generation.ts';
+import { CatalogFollower, liveTextRoutes } from '../src/health/live-routes.ts';
 import { PROBE_REQUEST_PREFIX, probeWith } from '../src/health/probe.ts';
 import { SharedRouteHealth } from '../src/health/shared-route-health.ts';
 
@@ -244,6 +245,17 @@ async function streamed(r: Replica, req: textV1.GenerateStreamRequest): Promise<
   return { frames, end };
 }
 
+/**
+ * A complete answer's JSON. Where the text service leaves the gateway a slot for its `service`
+ * object (`serviceAt`, a byte offset), the slot is filled with null.
+ */
+function answerJson(res: textV1.GenerateResponse): Record<string, unknown> {
+  const bytes = Buffer.from(res.body);
+  const at = (res as { serviceAt?: number }).serviceAt;
+  const json = at ? Buffer.concat([bytes.subarray(0, at), Buffer.from('null'), bytes.subarray(at)]) : bytes;
+  return JSON.parse(json.toString('utf8')) as Record<string, unknown>;
+}
+
 describe('route health without NATS', () => {
   it('a replica that cannot reach NATS judges alone, in memory: it opens and closes the route itself', async () => {
     const board = new RouteHealthBoard({ policy: POLICY });
@@ -276,7 +288,7 @@ describe('first-byte deadline', () => {
     const res = await generate(r.deps, create(textV1.GenerateRequestSchema, { ...request('acct-1'), firstByteTimeoutMs: 300 }), new AbortController().signal);
     expect(res.provider).toBe('backup');
     // The complete answer as ever: one chat.completion under the public model, with its usage.
-    const body = JSON.parse(Buffer.from(res.body).toString('utf8')) as Record<string, unknown>;
+    const body = answerJson(res);
     expect(body).toMatchObject({ object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: expect.any(String) }, finish_reason: 'stop' }] });
     expect(body['usage']).toMatchObject({ prompt_tokens: Number(res.usage?.inputTokens), completion_tokens: Number(res.usage?.outputTokens) });
     expect(res.usage?.outputTokens).toBeGreaterThan(0n);
@@ -294,7 +306,7 @@ describe('first-byte deadline', () => {
     await control('PUT', '/settings/openai/gpt-sim-mini', { chunkDelayMs: 60 });
     const res = await generate(r.deps, create(textV1.GenerateRequestSchema, { ...request('acct-1', 'Hello [[sim:words=20]]'), firstByteTimeoutMs: 300 }), new AbortController().signal);
     expect(res.provider).toBe('primary');
-    const body = JSON.parse(Buffer.from(res.body).toString('utf8')) as { choices: Array<{ message: { content: string } }> };
+    const body = answerJson(res) as { choices: Array<{ message: { content: string } }> };
     expect(body.choices[0]!.message.content.split(' ').length).toBeGreaterThanOrEqual(15);
     expect(r.health.board.stats(PRIMARY)).toMatchObject({ requests: 1, failed: 0 });
   });
@@ -304,5 +316,67 @@ describe('first-byte deadline', () => {
     await control('PUT', '/settings/openai/gpt-sim-mini', { fault: '502' });
     const { end } = await streamed(r, streamRequest(0));
     expect(end).toMatchObject({ provider: 'backup', errorCode: '' });
+  });
+});
+
+/** A catalog snapshot of text models, each with its routes (`enabled` unless said). */
+function snapshot(models: Array<{ id: string; routes: typeof ROUTES; enabled?: boolean; kind?: catalogV1.ModelKind }>): catalogV1.GetSnapshotResponse {
+  return create(catalogV1.GetSnapshotResponseSchema, {
+    models: models.map((m) => ({ id: m.id, kind: m.kind ?? catalogV1.ModelKind.TEXT, enabled: m.enabled ?? true, provider: m.routes[0]!.provider, upstreamModel: m.routes[0]!.upstreamModel, routes: m.routes })),
+  });
+}
+
+describe('routes no live model uses', () => {
+  it('are the routes of deleted, disabled and non-text models only', () => {
+    const live = liveTextRoutes(
+      snapshot([
+        { id: 'kept', routes: [BACKUP] },
+        { id: 'off', routes: [PRIMARY], enabled: false },
+        { id: 'image', routes: [{ provider: 'primary', upstreamModel: 'gpt-sim-image', priority: 0, weight: 1 }], kind: catalogV1.ModelKind.IMAGE },
+      ]),
+    );
+    expect(live).toEqual([{ provider: 'backup', upstreamModel: 'compat-sim-chat' }]);
+    // A model without routes is served by its provider and upstream model.
+    const bare = create(catalogV1.GetSnapshotResponseSchema, { models: [{ id: 'bare', kind: catalogV1.ModelKind.TEXT, enabled: true, provider: 'primary', upstreamModel: 'gpt-sim-mini' }] });
+    expect(liveTextRoutes(bare)).toEqual([{ provider: 'primary', upstreamModel: 'gpt-sim-mini' }]);
+  });
+
+  it("an open route whose model was deleted is no longer probed and is forgotten by every replica; used again, it starts closed", async () => {
+    const ns = namespace();
+    const a = await replica(ns);
+    const b = await replica(ns);
+    let catalog = snapshot([{ id: 'm', routes: ROUTES }]);
+    const follower = new CatalogFollower({ load: () => Promise.resolve(catalog), retain: (routes) => a.health.retainOnly(routes), logger: silent, refreshMs: 60_000 });
+    await follower.reload();
+
+    await control('PUT', '/settings/openai/gpt-sim-mini', { fault: '500' });
+    for (let i = 0; i < 6; i++) expect(await ask(a, `acct-${i % 3}`)).toBe('backup');
+    await eventually(() => [stateOf(a), stateOf(b)], ([x, y]) => x !== 'closed' && y !== 'closed');
+    expect(stateOf(b)).not.toBe('closed');
+    const probes = await eventually(
+      async () => (await received('gpt-sim-mini')).filter((id) => id.startsWith(PROBE_REQUEST_PREFIX)),
+      (ids) => ids.length > 0,
+    );
+    expect(probes.length).toBeGreaterThan(0);
+
+    // The model is deleted: the catalog now has the backup's model only.
+    catalog = snapshot([{ id: 'other', routes: [BACKUP] }]);
+    await follower.reload();
+    expect(a.health.board.routes()).toEqual([{ provider: 'backup', upstreamModel: 'compat-sim-chat' }]);
+    expect(a.health.list().map((h) => h.provider)).toEqual(['backup']);
+    // The other replica reads the deletion from the shared bucket.
+    expect(await eventually(() => b.health.board.routes().length, (n) => n === 1)).toBe(1);
+    // Past several probe intervals (at most 600 ms here), not one more probe.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await control('DELETE', '/requests');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await received('gpt-sim-mini')).toEqual([]);
+
+    // A model uses the route again: it starts closed, and serves once the provider does.
+    await control('DELETE', '/settings');
+    catalog = snapshot([{ id: 'm2', routes: ROUTES }]);
+    await follower.reload();
+    expect(stateOf(a)).toBe('closed');
+    expect(await ask(a, 'acct-1')).toBe('primary');
   });
 });

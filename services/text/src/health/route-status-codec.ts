@@ -112,3 +112,9 @@ export function decodeEvidence(bytes: Uint8Array): { replica: string; samples: S
 export function kvKey(route: RouteRef): string {
   return Buffer.from(`${route.provider}\u0000${route.upstreamModel}`).toString('base64url');
 }
+
+/** The route a KV key names (see `kvKey`); undefined for a key of another shape. */
+export function routeOfKey(key: string): RouteRef | undefined {
+  const [provider, upstreamModel, ...rest] = Buffer.from(key, 'base64url').toString('utf8').split('\u0000');
+  return provider === undefined || upstreamModel === undefined || rest.length > 0 ? undefined : { provider, upstreamModel };
+}

@@ -7,7 +7,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 
 type Meter = ServiceContext['meter'];
-import { decodeEvidence, decodeStatus, encodeEvidence, encodeStatus, healthView, kvKey, stateToProto } from './route-status-codec.ts';
+import { decodeEvidence, decodeStatus, encodeEvidence, encodeStatus, healthView, kvKey, routeOfKey, stateToProto } from './route-status-codec.ts';
 
 /** Core NATS only (outside every stream's subjects): replicas' evidence, about once a second. */
 export const EVIDENCE_SUBJECT = 'text-health.evidence.report';
@@ -59,6 +59,8 @@ export class SharedRouteHealth {
   #nc: NatsConnection | undefined;
   #timer: NodeJS.Timeout | undefined;
   #probes = new Set<Promise<void>>();
+  /** The routes live models use (`retainOnly`); undefined until known, and then every route counts. */
+  #live: Set<string> | undefined;
 
   constructor(opts: SharedRouteHealthOptions) {
     this.board = opts.board;
@@ -91,7 +93,12 @@ export class SharedRouteHealth {
     const watch = await kv.watch();
     void (async () => {
       for await (const entry of watch) {
-        if (entry.operation !== 'PUT') continue;
+        if (entry.operation !== 'PUT') {
+          // Another replica forgot a route no live model uses.
+          const route = routeOfKey(entry.key);
+          if (route) this.board.forget(route);
+          continue;
+        }
         const status = decodeStatus(entry.value);
         if (status) this.board.apply(status);
       }
@@ -123,6 +130,31 @@ export class SharedRouteHealth {
     await Promise.allSettled(this.#probes);
   }
 
+  /**
+   * The routes live models use, as the catalog says. Every other route is forgotten: no more
+   * probes, no state or evidence here or in the shared bucket (a deleted model's open route would
+   * otherwise be probed forever). A forgotten route that is used again starts closed.
+   */
+  async retainOnly(routes: readonly RouteRef[]): Promise<void> {
+    this.#live = new Set(routes.map(routeKey));
+    const kv = this.#kv;
+    for (const route of this.board.routes()) {
+      if (this.#isLive(route)) continue;
+      const known = this.board.status(route);
+      this.board.forget(route);
+      if (known.state !== 'closed') this.#logger.info({ provider: route.provider, upstreamModel: route.upstreamModel, state: known.state }, 'route forgotten: no live model uses it');
+      try {
+        await kv?.delete(kvKey(route));
+      } catch (err) {
+        this.#logger.warn({ err, provider: route.provider, upstreamModel: route.upstreamModel }, 'route health entry not deleted');
+      }
+    }
+  }
+
+  #isLive(route: RouteRef): boolean {
+    return this.#live === undefined || this.#live.has(routeKey(route));
+  }
+
   /** Every known route: its shared state and this replica's pooled evidence. */
   list(): textV1.RouteHealth[] {
     const routes = this.board.routes().sort((a, b) => a.provider.localeCompare(b.provider) || a.upstreamModel.localeCompare(b.upstreamModel));
@@ -141,6 +173,8 @@ export class SharedRouteHealth {
   }
 
   #onVerdict(route: RouteRef, verdict: Verdict): void {
+    // Evidence of a route no live model uses (a request routed by an older catalog) judges nothing.
+    if (!this.#isLive(route)) return;
     const now = this.#now();
     if (verdict.kind === 'open') {
       this.#run(route, () =>
@@ -191,7 +225,7 @@ export class SharedRouteHealth {
     const now = this.#now();
     const due = (s: RouteStatus) => (s.state === 'open' && s.until <= now && s.probeLeaseUntil <= now) || (s.state === 'half_open' && s.probeLeaseUntil <= now);
     for (const route of this.board.routes()) {
-      if (!due(this.board.status(route))) continue;
+      if (!due(this.board.status(route)) || !this.#isLive(route)) continue;
       this.#run(route, async () => {
         const claimed = await this.#transition(route, (cur) =>
           due(cur) ? { ...cur, state: 'half_open', probeOwner: this.replica, probeLeaseUntil: now + this.board.policy.probeTimeoutMs } : undefined,
@@ -242,6 +276,8 @@ export class SharedRouteHealth {
    * the others re-read and usually find nothing left to do. Without NATS, applies it locally.
    */
   async #transition(route: RouteRef, next: (cur: RouteStatus) => RouteStatus | undefined): Promise<RouteStatus | undefined> {
+    // Work begun before the route was forgotten does not bring it back.
+    if (!this.#isLive(route)) return undefined;
     const key = kvKey(route);
     for (let attempt = 0; attempt < 5; attempt++) {
       const kv = this.#kv;
