@@ -8,10 +8,12 @@ import { fmt, runFixed, scratchDatabase, startService } from './support.ts';
  * billing process and Postgres, at fixed concurrency, for one hot account and for 1,000
  * accounts: over the Exchange stream (the gateway's path) and as unary rpcs. The baseline,
  * measured in the same run, is a gRPC health check (no database): the ratio shows what the money
- * work costs over a bare round trip on this machine.
+ * work costs over a bare round trip on this machine. `BENCH_ACCOUNTS` (default 1,000) and
+ * `BENCH_SECONDS` shrink it to a smoke run that checks it still works.
  */
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1_000);
 const { MILLION_TOKENS } = billingV1.BillingUnit;
 
 const db = await scratchDatabase();
@@ -57,7 +59,7 @@ async function billedRequest(account: { accountId: string; keyId: string }, mone
 
 try {
   const [hot] = await fundedAccounts(1);
-  const many = await fundedAccounts(1_000);
+  const many = await fundedAccounts(ACCOUNTS);
   for (let i = 0; i < 200; i++) await billedRequest(many[i % many.length]!); // warm-up
 
   const baseline = await runFixed(CONCURRENCY, SECONDS, () => health.check({ service: '' }));
@@ -74,10 +76,10 @@ try {
     `  baseline gRPC health check              ${fmt(baseline)}`,
     `  authorize+settle over the exchange (the gateway's path)`,
     `    1 hot account                         ${fmt(hotRun)}  ${ratio(hotRun)}`,
-    `    1,000 accounts                        ${fmt(manyRun)}  ${ratio(manyRun)}`,
+    `    ${`${ACCOUNTS.toLocaleString('en')} accounts`.padEnd(38)}${fmt(manyRun)}  ${ratio(manyRun)}`,
     `  authorize+settle as unary rpcs`,
     `    1 hot account                         ${fmt(hotUnary)}  ${ratio(hotUnary)}`,
-    `    1,000 accounts                        ${fmt(manyUnary)}  ${ratio(manyUnary)}`,
+    `    ${`${ACCOUNTS.toLocaleString('en')} accounts`.padEnd(38)}${fmt(manyUnary)}  ${ratio(manyUnary)}`,
     `  ledger audit after the runs: ${audit.problems.length === 0 ? 'clean' : `${audit.problems.length} problems`} (${audit.accounts} accounts)`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
