@@ -4,6 +4,7 @@ import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { anthropicClient, balanceOf, openaiClient, postDeclaredLength, waitForListing, seedDemoModels } from '../support/clients.ts';
 import { noisePng } from '../support/images.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+import { eventSequence, foldRuns, sseEvents, stable } from '../support/wire.ts';
 
 /** Prices of the demo text models (credits per million tokens). */
 const PRICE: Record<string, number> = Object.fromEntries(DEMO_MODELS.map((m) => [m.id, Number(m.priceCreditPerUnit)]));
@@ -82,9 +83,16 @@ describe('text protocols through the whole system, with the official SDKs', () =
     const types: string[] = [];
     stream.on('streamEvent', (e) => types.push(e.type));
     const final = await stream.finalMessage();
-    expect(types[0]).toBe('message_start');
-    expect(types.at(-1)).toBe('message_stop');
-    expect(types).toContain('message_delta');
+    expect(foldRuns(types)).toMatchInlineSnapshot(`
+      [
+        "message_start",
+        "content_block_start",
+        "content_block_delta+",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+      ]
+    `);
     expect(final.content.map((b) => (b.type === 'text' ? b.text : '')).join('')).toMatch(/\S/);
   });
 
@@ -102,10 +110,246 @@ describe('text protocols through the whole system, with the official SDKs', () =
       types.push(event.type);
       if (event.type === 'response.completed') completed = event.response as unknown as Record<string, unknown>;
     }
-    expect(types[0]).toBe('response.created');
-    expect(types.at(-1)).toBe('response.completed');
-    expect(types).toContain('response.output_text.delta');
+    expect(foldRuns(types)).toMatchInlineSnapshot(`
+      [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta+",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+      ]
+    `);
     expect(completed!.service).toMatchObject({ credit_charged: expect.any(Number), balance_after: expect.any(Number) });
+  });
+
+  /** A streamed request sent as plain HTTP: the status, the content type and the events as sent. */
+  async function streamOverHttp(path: string, body: Record<string, unknown>) {
+    const res = await fetch(`${system.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, stream: true }),
+    });
+    return { status: res.status, type: res.headers.get('content-type'), events: sseEvents(await res.text()) };
+  }
+
+  it('the wire of each protocol’s stream: its events in order, and the last ones with usage and `service`', async () => {
+    const chat = await streamOverHttp('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Count to five.' }] });
+    expect([chat.status, chat.type]).toEqual([200, 'text/event-stream; charset=utf-8']);
+    expect(eventSequence(chat.events)).toMatchInlineSnapshot(`
+      [
+        "chunk (content, refusal, role)",
+        "chunk (content)+",
+        "chunk (finish_reason stop)",
+        "chunk (no choices)",
+        "[DONE]",
+      ]
+    `);
+    // The usage chunk, extended with `service`, then [DONE].
+    expect(stable(chat.events.slice(-2))).toMatchInlineSnapshot(`
+      [
+        {
+          "data": {
+            "choices": [],
+            "created": "<unix seconds>",
+            "id": "<id>",
+            "model": "gpt-sim-mini",
+            "object": "chat.completion.chunk",
+            "service": {
+              "balance_after": "<balance>",
+              "credit_charged": 1,
+            },
+            "service_tier": "default",
+            "system_fingerprint": "fp_sim",
+            "usage": {
+              "completion_tokens": 29,
+              "completion_tokens_details": {
+                "accepted_prediction_tokens": 0,
+                "audio_tokens": 0,
+                "reasoning_tokens": 0,
+                "rejected_prediction_tokens": 0,
+              },
+              "prompt_tokens": 15,
+              "prompt_tokens_details": {
+                "audio_tokens": 0,
+                "cached_tokens": 0,
+              },
+              "total_tokens": 44,
+            },
+          },
+        },
+        {
+          "data": "[DONE]",
+        },
+      ]
+    `);
+
+    const messages = await streamOverHttp('/messages', { model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'Stream please.' }] });
+    expect([messages.status, messages.type]).toEqual([200, 'text/event-stream; charset=utf-8']);
+    expect(eventSequence(messages.events)).toMatchInlineSnapshot(`
+      [
+        "message_start",
+        "content_block_start",
+        "ping",
+        "content_block_delta+",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+      ]
+    `);
+    expect(stable(messages.events[0])).toMatchInlineSnapshot(`
+      {
+        "data": {
+          "message": {
+            "content": [],
+            "id": "<id>",
+            "model": "claude-sim-sonnet",
+            "role": "assistant",
+            "stop_reason": null,
+            "stop_sequence": null,
+            "type": "message",
+            "usage": {
+              "cache_creation": {
+                "ephemeral_1h_input_tokens": 0,
+                "ephemeral_5m_input_tokens": 0,
+              },
+              "cache_creation_input_tokens": 0,
+              "cache_read_input_tokens": 0,
+              "input_tokens": 15,
+              "output_tokens": 1,
+              "service_tier": "standard",
+            },
+          },
+          "type": "message_start",
+        },
+        "event": "message_start",
+      }
+    `);
+    expect(stable(messages.events.slice(-2))).toMatchInlineSnapshot(`
+      [
+        {
+          "data": {
+            "delta": {
+              "stop_reason": "end_turn",
+              "stop_sequence": null,
+            },
+            "service": {
+              "balance_after": "<balance>",
+              "credit_charged": 4,
+            },
+            "type": "message_delta",
+            "usage": {
+              "cache_creation_input_tokens": 0,
+              "cache_read_input_tokens": 0,
+              "input_tokens": 15,
+              "output_tokens": 29,
+            },
+          },
+          "event": "message_delta",
+        },
+        {
+          "data": {
+            "type": "message_stop",
+          },
+          "event": "message_stop",
+        },
+      ]
+    `);
+
+    const responses = await streamOverHttp('/responses', { model: 'gpt-sim-mini', input: 'Stream it' });
+    expect([responses.status, responses.type]).toEqual([200, 'text/event-stream; charset=utf-8']);
+    expect(eventSequence(responses.events)).toMatchInlineSnapshot(`
+      [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta+",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+      ]
+    `);
+    expect(responses.events.map((e) => (e.data as { sequence_number: number }).sequence_number)).toEqual(responses.events.map((_, i) => i));
+    // The generated text differs from run to run; everything around it does not.
+    expect(stable(responses.events.at(-1), { text: '<text>', delta: '<text>' })).toMatchInlineSnapshot(`
+      {
+        "data": {
+          "response": {
+            "background": false,
+            "created_at": "<unix seconds>",
+            "error": null,
+            "id": "<id>",
+            "incomplete_details": null,
+            "instructions": null,
+            "max_output_tokens": 4096,
+            "max_tool_calls": null,
+            "metadata": {},
+            "model": "gpt-sim-mini",
+            "object": "response",
+            "output": [
+              {
+                "content": [
+                  {
+                    "annotations": [],
+                    "logprobs": [],
+                    "text": "<text>",
+                    "type": "output_text",
+                  },
+                ],
+                "id": "<id>",
+                "role": "assistant",
+                "status": "completed",
+                "type": "message",
+              },
+            ],
+            "parallel_tool_calls": true,
+            "previous_response_id": null,
+            "reasoning": {
+              "effort": null,
+              "summary": null,
+            },
+            "service": {
+              "balance_after": "<balance>",
+              "credit_charged": 1,
+            },
+            "service_tier": "default",
+            "status": "completed",
+            "store": false,
+            "temperature": 1,
+            "text": {
+              "format": {
+                "type": "text",
+              },
+              "verbosity": "medium",
+            },
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1,
+            "truncation": "disabled",
+            "usage": {
+              "input_tokens": 6,
+              "input_tokens_details": {
+                "cached_tokens": 0,
+              },
+              "output_tokens": 28,
+              "output_tokens_details": {
+                "reasoning_tokens": 0,
+              },
+              "total_tokens": 34,
+            },
+            "user": null,
+          },
+          "sequence_number": 16,
+          "type": "response.completed",
+        },
+        "event": "response.completed",
+      }
+    `);
   });
 
   it('POST /chat answers the original contract only', async () => {
@@ -405,22 +649,69 @@ describe('text protocols through the whole system, with the official SDKs', () =
     });
   });
 
-  it.each([
-    ['429', 429, 'upstream_rate_limited'],
-    ['500', 502, 'upstream_error'],
-    ['malformed', 502, 'upstream_error'],
-    ['timeout', 504, 'upstream_timeout'],
-  ])('an upstream %s answers %i %s and charges nothing', async (fault, status, code) => {
+  it('an upstream 429, 500, malformed answer or timeout is answered in the error shape, with its retry headers, and charges nothing', async () => {
     const before = await balanceOf(system, account.accountId);
-    const res = await fetch(`${system.baseUrl}/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'claude-sim-sonnet', messages: [{ role: 'user', content: `hello [[sim:fault=${fault}]]` }] }),
-    });
-    expect(res.status).toBe(status);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(code);
+    const answers: Record<string, unknown> = {};
+    for (const fault of ['429', '500', 'malformed', 'timeout']) {
+      const res = await fetch(`${system.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude-sim-sonnet', messages: [{ role: 'user', content: `hello [[sim:fault=${fault}]]` }] }),
+      });
+      answers[fault] = { status: res.status, 'x-should-retry': res.headers.get('x-should-retry'), 'retry-after': res.headers.get('retry-after'), body: await res.json() };
+    }
+    // The malformed answer is told apart by what was wrong with it (not JSON at all, or an event without JSON).
+    const malformed = { body: { error: { message: expect.stringMatching(/^The upstream provider sent a malformed answer: /) } } };
+    expect(answers).toMatchInlineSnapshot({ malformed }, `
+      {
+        "429": {
+          "body": {
+            "error": {
+              "code": "upstream_rate_limited",
+              "message": "The upstream provider is rate limiting requests",
+            },
+          },
+          "retry-after": null,
+          "status": 429,
+          "x-should-retry": null,
+        },
+        "500": {
+          "body": {
+            "error": {
+              "code": "upstream_error",
+              "message": "The upstream provider failed (status 500)",
+            },
+          },
+          "retry-after": null,
+          "status": 502,
+          "x-should-retry": null,
+        },
+        "malformed": {
+          "body": {
+            "error": {
+              "code": "upstream_error",
+              "message": StringMatching /\\^The upstream provider sent a malformed answer: /,
+            },
+          },
+          "retry-after": null,
+          "status": 502,
+          "x-should-retry": null,
+        },
+        "timeout": {
+          "body": {
+            "error": {
+              "code": "upstream_timeout",
+              "message": "The upstream provider did not answer in time",
+            },
+          },
+          "retry-after": null,
+          "status": 504,
+          "x-should-retry": null,
+        },
+      }
+    `);
     expect(await balanceOf(system, account.accountId)).toBe(before);
-  }, 20_000);
+  }, 40_000);
 
   it('a stream failing upstream before its usage ends with the protocol’s error event and charges nothing', async () => {
     const before = await balanceOf(system, account.accountId);
@@ -438,23 +729,173 @@ describe('text protocols through the whole system, with the official SDKs', () =
     expect(await balanceOf(system, account.accountId)).toBe(before);
   });
 
+  it('a stream failing upstream ends, on the wire, in the protocol’s own error event', async () => {
+    const before = await balanceOf(system, account.accountId);
+    const chat = await streamOverHttp('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'go [[sim:fault=stream_error]]' }] });
+    expect(chat.status).toBe(200);
+    expect(eventSequence(chat.events)).toMatchInlineSnapshot(`
+      [
+        "chunk (content, refusal, role)",
+        "chunk (content)+",
+        "error",
+      ]
+    `);
+    expect(chat.events.at(-1)).toMatchInlineSnapshot(`
+      {
+        "data": {
+          "error": {
+            "code": "upstream_error",
+            "message": "The upstream provider stream failed: The stream was interrupted by a simulated upstream error.",
+            "type": "server_error",
+          },
+        },
+      }
+    `);
+    const messages = await streamOverHttp('/messages', { model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'go [[sim:fault=stream_error]]' }] });
+    expect(messages.status).toBe(200);
+    expect(eventSequence(messages.events)).toMatchInlineSnapshot(`
+      [
+        "message_start",
+        "content_block_start",
+        "ping",
+        "content_block_delta+",
+        "error",
+      ]
+    `);
+    expect(messages.events.at(-1)).toMatchInlineSnapshot(`
+      {
+        "data": {
+          "error": {
+            "code": "upstream_error",
+            "message": "The upstream provider stream failed: Overloaded",
+            "type": "api_error",
+          },
+          "type": "error",
+        },
+        "event": "error",
+      }
+    `);
+    expect(await balanceOf(system, account.accountId)).toBe(before);
+  });
+
   it('a responses stream failing upstream continues its numbering and fails the response it created', async () => {
+    const wire: Record<string, unknown> = {};
     for (const model of ['gpt-sim-mini', 'claude-sim-sonnet']) {
-      const res = await fetch(`${system.baseUrl}/responses`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model, stream: true, input: 'go [[sim:fault=stream_error]]' }),
-      });
-      const events = (await res.text())
-        .split('\n\n')
-        .map((block) => block.split('\n').find((line) => line.startsWith('data: ')))
-        .filter((line) => line !== undefined)
-        .map((line) => JSON.parse(line.slice(6)) as { type: string; sequence_number: number; response?: { id: string; model: string; status: string } });
-      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
-      expect(events.slice(-2).map((e) => e.type)).toEqual(['error', 'response.failed']);
-      const created = events[0]!.response!;
-      expect(events.at(-1)!.response).toMatchObject({ id: created.id, model: created.model, status: 'failed' });
+      const { events } = await streamOverHttp('/responses', { model, input: 'go [[sim:fault=stream_error]]' });
+      const data = events.map((e) => e.data as { type: string; sequence_number: number; response?: { id: string; model: string; status: string } });
+      expect(data.map((e) => e.sequence_number)).toEqual(data.map((_, i) => i));
+      const created = data[0]!.response!;
+      expect(data.at(-1)!.response).toMatchObject({ id: created.id, model: created.model, status: 'failed' });
+      wire[model] = { sequence: eventSequence(events), last: stable(events.slice(-2), { sequence_number: '<n>' }) };
     }
+    expect(wire).toMatchInlineSnapshot(`
+      {
+        "claude-sim-sonnet": {
+          "last": [
+            {
+              "data": {
+                "code": "upstream_error",
+                "message": "The upstream provider stream failed: Overloaded",
+                "param": null,
+                "sequence_number": "<n>",
+                "type": "error",
+              },
+              "event": "error",
+            },
+            {
+              "data": {
+                "response": {
+                  "created_at": "<unix seconds>",
+                  "error": {
+                    "code": "upstream_error",
+                    "message": "The upstream provider stream failed: Overloaded",
+                  },
+                  "id": "<id>",
+                  "incomplete_details": null,
+                  "instructions": null,
+                  "max_output_tokens": null,
+                  "metadata": {},
+                  "model": "claude-sim-sonnet",
+                  "object": "response",
+                  "output": [],
+                  "parallel_tool_calls": true,
+                  "status": "failed",
+                  "temperature": 1,
+                  "tool_choice": "auto",
+                  "tools": [],
+                  "top_p": 1,
+                  "usage": null,
+                },
+                "sequence_number": "<n>",
+                "type": "response.failed",
+              },
+              "event": "response.failed",
+            },
+          ],
+          "sequence": [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta+",
+            "error",
+            "response.failed",
+          ],
+        },
+        "gpt-sim-mini": {
+          "last": [
+            {
+              "data": {
+                "code": "upstream_error",
+                "message": "The upstream provider stream failed: The stream was interrupted by a simulated upstream error.",
+                "param": null,
+                "sequence_number": "<n>",
+                "type": "error",
+              },
+              "event": "error",
+            },
+            {
+              "data": {
+                "response": {
+                  "created_at": "<unix seconds>",
+                  "error": {
+                    "code": "upstream_error",
+                    "message": "The upstream provider stream failed: The stream was interrupted by a simulated upstream error.",
+                  },
+                  "id": "<id>",
+                  "incomplete_details": null,
+                  "instructions": null,
+                  "max_output_tokens": 4096,
+                  "metadata": {},
+                  "model": "gpt-sim-mini",
+                  "object": "response",
+                  "output": [],
+                  "parallel_tool_calls": true,
+                  "status": "failed",
+                  "temperature": 1,
+                  "tool_choice": "auto",
+                  "tools": [],
+                  "top_p": 1,
+                  "usage": null,
+                },
+                "sequence_number": "<n>",
+                "type": "response.failed",
+              },
+              "event": "response.failed",
+            },
+          ],
+          "sequence": [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta+",
+            "error",
+            "response.failed",
+          ],
+        },
+      }
+    `);
   });
 
   /** The key's usage records once the gateway has settled its requests (it does so after a client left). */
@@ -563,15 +1004,71 @@ describe('text protocols through the whole system, with the official SDKs', () =
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error: { code: string; message: string } } }));
 
   it('refuses invalid bodies with invalid_request and names the problem', async () => {
-    const noCap = await post('/messages', { model: 'claude-sim-sonnet', messages: [{ role: 'user', content: 'x' }] });
-    expect(noCap).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
-    expect(noCap.body.error.message).toMatch(/max_tokens/);
-    const badRole = await post('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'wizard', content: 'x' }] });
-    expect(badRole.body.error.message).toMatch(/messages\[0\]\.role/);
-    expect((await post('/responses', { model: 'gpt-sim-mini' })).body.error.code).toBe('invalid_request');
-    expect((await post('/chat/completions', { model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] })).body.error.code).toBe('unknown_model');
-    expect((await post('/chat/completions', { model: 'gpt-sim-image', messages: [{ role: 'user', content: 'x' }] })).body.error.code).toBe(
-      'capability_not_supported',
-    );
+    const refusals = {
+      'messages without max_tokens': await post('/messages', { model: 'claude-sim-sonnet', messages: [{ role: 'user', content: 'x' }] }),
+      'chat/completions, a bad role': await post('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'wizard', content: 'x' }] }),
+      'responses without input': await post('/responses', { model: 'gpt-sim-mini' }),
+      'chat, no messages': await post('/chat', { model: 'gpt-sim-mini' }),
+      'an unknown model': await post('/chat/completions', { model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
+      'an image model for text': await post('/chat/completions', { model: 'gpt-sim-image', messages: [{ role: 'user', content: 'x' }] }),
+    };
+    expect(refusals).toMatchInlineSnapshot(`
+      {
+        "an image model for text": {
+          "body": {
+            "error": {
+              "code": "capability_not_supported",
+              "message": "The model gpt-sim-image cannot be used with /chat/completions.",
+            },
+          },
+          "status": 400,
+        },
+        "an unknown model": {
+          "body": {
+            "error": {
+              "code": "unknown_model",
+              "message": "The model "no-such-model" does not exist.",
+            },
+          },
+          "status": 400,
+        },
+        "chat, no messages": {
+          "body": {
+            "error": {
+              "code": "invalid_request",
+              "message": "Invalid request: messages is required.",
+            },
+          },
+          "status": 400,
+        },
+        "chat/completions, a bad role": {
+          "body": {
+            "error": {
+              "code": "invalid_request",
+              "message": "Invalid request: messages[0].role must be one of system, user, assistant, tool, developer.",
+            },
+          },
+          "status": 400,
+        },
+        "messages without max_tokens": {
+          "body": {
+            "error": {
+              "code": "invalid_request",
+              "message": "Invalid request: max_tokens is required.",
+            },
+          },
+          "status": 400,
+        },
+        "responses without input": {
+          "body": {
+            "error": {
+              "code": "invalid_request",
+              "message": "Invalid request: input is required.",
+            },
+          },
+          "status": 400,
+        },
+      }
+    `);
   });
 });

@@ -1,7 +1,7 @@
 import { generateApiKey } from '@gw/api-keys';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUTH_MESSAGES } from '../src/auth/authenticate.ts';
-import { bearer, fakeGateway, type FakeGateway } from './support/fake-gateway.ts';
+import { bearer, fakeGateway, wireError, type FakeGateway } from './support/fake-gateway.ts';
 
 let gw: FakeGateway;
 afterEach(() => gw?.app.close());
@@ -47,17 +47,89 @@ describe('credentials (issue 20 finding 6, issue 21 item 7)', () => {
     expect(res.statusCode).toBe(200);
   });
 
-  it.each([
-    ['no header', [], AUTH_MESSAGES.missing],
-    ['Basic', [['authorization', 'Basic dXNlcjpwYXNz']], AUTH_MESSAGES.malformed],
-    ['a bare key', [['authorization', generateApiKey()]], AUTH_MESSAGES.malformed],
-    ['an OpenAI key', [['authorization', 'Bearer sk-proj-abc123']], AUTH_MESSAGES.foreign],
-    ['an Anthropic key', [['authorization', 'Bearer sk-ant-api03-xyz']], AUTH_MESSAGES.foreign],
-  ] as Array<[string, Array<[string, string]>, string]>)('%s: 401 auth_missing_or_malformed with its own message', async (_name, lines, message) => {
+  it('no header, Basic, a bare key, an OpenAI or Anthropic key: 401 auth_missing_or_malformed, each with its own message', async () => {
     gw = await fakeGateway();
-    const res = await send('GET', '/v1/models', lines);
-    expect(res.statusCode).toBe(401);
-    expect(res.json().error).toEqual({ code: 'auth_missing_or_malformed', message });
+    const cases: Record<string, Array<[string, string]>> = {
+      'no header': [],
+      Basic: [['authorization', 'Basic dXNlcjpwYXNz']],
+      'a bare key': [['authorization', generateApiKey()]],
+      'an OpenAI key': [['authorization', 'Bearer sk-proj-abc123']],
+      'an Anthropic key': [['authorization', 'Bearer sk-ant-api03-xyz']],
+      'x-api-key only (an Anthropic client)': [['x-api-key', gw.keys.a]],
+    };
+    const answers: Record<string, ReturnType<typeof wireError>> = {};
+    for (const [name, lines] of Object.entries(cases)) answers[name] = wireError(await send('GET', '/v1/models', lines));
+    expect(answers).toMatchInlineSnapshot(`
+      {
+        "Basic": {
+          "body": {
+            "error": {
+              "code": "auth_missing_or_malformed",
+              "message": "Send the API key as \`Authorization: Bearer <API_KEY>\`.",
+            },
+          },
+          "retry-after": null,
+          "status": 401,
+          "x-should-retry": "false",
+        },
+        "a bare key": {
+          "body": {
+            "error": {
+              "code": "auth_missing_or_malformed",
+              "message": "Send the API key as \`Authorization: Bearer <API_KEY>\`.",
+            },
+          },
+          "retry-after": null,
+          "status": 401,
+          "x-should-retry": "false",
+        },
+        "an Anthropic key": {
+          "body": {
+            "error": {
+              "code": "auth_missing_or_malformed",
+              "message": "The bearer token is not an API key of this gateway (its keys begin with \`gwk_\`). Send the API key as \`Authorization: Bearer <API_KEY>\`.",
+            },
+          },
+          "retry-after": null,
+          "status": 401,
+          "x-should-retry": "false",
+        },
+        "an OpenAI key": {
+          "body": {
+            "error": {
+              "code": "auth_missing_or_malformed",
+              "message": "The bearer token is not an API key of this gateway (its keys begin with \`gwk_\`). Send the API key as \`Authorization: Bearer <API_KEY>\`.",
+            },
+          },
+          "retry-after": null,
+          "status": 401,
+          "x-should-retry": "false",
+        },
+        "no header": {
+          "body": {
+            "error": {
+              "code": "auth_missing_or_malformed",
+              "message": "Send the API key as \`Authorization: Bearer <API_KEY>\`.",
+            },
+          },
+          "retry-after": null,
+          "status": 401,
+          "x-should-retry": "false",
+        },
+        "x-api-key only (an Anthropic client)": {
+          "body": {
+            "error": {
+              "code": "auth_missing_or_malformed",
+              "message": "This gateway reads the API key from \`Authorization: Bearer <API_KEY>\`, not from \`x-api-key\`. Claude Code: set ANTHROPIC_AUTH_TOKEN instead of ANTHROPIC_API_KEY. Anthropic SDKs (and the AI SDK, LangChain): pass the key as \`authToken\` instead of \`apiKey\`.",
+            },
+          },
+          "retry-after": null,
+          "status": 401,
+          "x-should-retry": "false",
+        },
+      }
+    `);
+    expect(gw.lookups()).toBe(0);
   });
 
   it('the foreign-key message says it is not a key of this gateway', () => {
@@ -105,9 +177,31 @@ describe('failed key lookups (issue 20 finding 9)', () => {
     for (let i = 0; i < 29; i++) await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(generateApiKey()) });
     const lookupsBefore = gw.lookups();
     const throttled = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(generateApiKey()) });
-    expect(throttled.statusCode).toBe(429);
-    expect(throttled.json().error).toMatchObject({ code: 'rate_limit_exceeded', limit_type: 'failed_authentications' });
-    expect(Number(throttled.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Retry-After counts down to the end of the minute; the body says the same number.
+    const retryAfter = Number(throttled.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(throttled.json().error.retry_after_seconds).toBe(retryAfter);
+    // The seconds left (in the header, the body and its message) shown as <n>: they count down.
+    const answer = wireError(throttled) as { 'retry-after': unknown; body: { error: { message: string; retry_after_seconds: unknown } } };
+    expect(answer['retry-after']).toBe(String(retryAfter));
+    answer['retry-after'] = '<n>';
+    answer.body.error.retry_after_seconds = '<n>';
+    answer.body.error.message = answer.body.error.message.replace(`retry in ${retryAfter} s.`, 'retry in <n> s.');
+    expect(answer).toMatchInlineSnapshot(`
+      {
+        "body": {
+          "error": {
+            "code": "rate_limit_exceeded",
+            "limit_type": "failed_authentications",
+            "message": "Too many requests with API keys that do not exist came from this address. Check the key; retry in <n> s.",
+            "retry_after_seconds": "<n>",
+          },
+        },
+        "retry-after": "<n>",
+        "status": 429,
+        "x-should-retry": null,
+      }
+    `);
     expect(gw.lookups()).toBe(lookupsBefore);
     // Another address is not throttled; a valid key already cached still works from this one.
     const other = await gw.app.inject({ method: 'GET', url: '/v1/models', headers: bearer(generateApiKey()), remoteAddress: '10.0.0.9' });

@@ -1,6 +1,6 @@
 import { GatewayError } from '@gw/errors';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { bearer, fakeGateway, type FakeGateway } from './support/fake-gateway.ts';
+import { bearer, fakeGateway, wireError, type FakeGateway } from './support/fake-gateway.ts';
 
 /**
  * Steps 1 to 3 of the order of checks (DECISIONS.md) over every route of the public API: which of
@@ -69,6 +69,23 @@ function send(route: Route, opts: { key?: boolean; payload?: string } = {}) {
   return gw.app.inject({ method: route.method, url: route.url, headers, ...(route.method === 'POST' ? { payload: opts.payload ?? '{}' } : {}) });
 }
 
+/** The route's answers with maintenance on, then with AI requests paused; each checks its checks ran in order. */
+async function underEachSwitch(route: Route) {
+  const answers = [];
+  for (const switches of [
+    { maintenance: true, aiRequestsDisabled: false },
+    { maintenance: false, aiRequestsDisabled: true },
+  ]) {
+    const { ran } = await watched();
+    gw.deps.switches.set(switches);
+    const res = await send(route);
+    expect(ran()).toEqual(CHECKS[route.kind]);
+    answers.push(wireError(res));
+    await gw.app.close();
+  }
+  return answers;
+}
+
 describe('the route checks (order of checks, steps 1 to 3)', () => {
   it('the table covers every route of the API', async () => {
     gw = await fakeGateway();
@@ -92,7 +109,19 @@ describe('the route checks (order of checks, steps 1 to 3)', () => {
       spies['rate limit'].mockRejectedValue(overLimit());
       gw.deps.switches.set({ maintenance: true, aiRequestsDisabled: true });
       const res = await send(route, { key: false });
-      expect([res.statusCode, res.json().error.code]).toEqual([401, 'auth_missing_or_malformed']);
+      expect(wireError(res)).toMatchInlineSnapshot(`
+        {
+          "body": {
+            "error": {
+              "code": "auth_missing_or_malformed",
+              "message": "Send the API key as \`Authorization: Bearer <API_KEY>\`.",
+            },
+          },
+          "retry-after": null,
+          "status": 401,
+          "x-should-retry": "false",
+        }
+      `);
       expect(ran()).toEqual([]);
     });
 
@@ -101,22 +130,71 @@ describe('the route checks (order of checks, steps 1 to 3)', () => {
       spies['rate limit'].mockRejectedValue(overLimit());
       gw.deps.switches.set({ maintenance: true, aiRequestsDisabled: false });
       const res = await send(route);
-      expect([res.statusCode, res.json().error.code]).toEqual([429, 'rate_limit_exceeded']);
+      expect(wireError(res)).toMatchInlineSnapshot(`
+        {
+          "body": {
+            "error": {
+              "code": "rate_limit_exceeded",
+              "limit_type": "requests_per_minute",
+              "message": "Too many requests for this account.",
+              "retry_after_seconds": 1,
+            },
+          },
+          "retry-after": "1",
+          "status": 429,
+          "x-should-retry": null,
+        }
+      `);
       // A deferred rate limit is counted once the switches refused; its 429 wins all the same.
       expect(ran()).toEqual(route.kind === 'deferred' ? CHECKS.deferred : ['auth', 'rate limit']);
     });
 
-    it.each([
-      [{ maintenance: true, aiRequestsDisabled: false }, 'system_maintenance'],
-      [{ maintenance: false, aiRequestsDisabled: true }, 'ai_requests_disabled'],
-    ])('switches %o with a bad body: generation routes 503, others not blocked', async (switches, code) => {
-      const { ran } = await watched();
-      gw.deps.switches.set(switches);
-      const res = await send(route);
+    it('either switch on, with a bad body: generation routes 503, others not blocked', async () => {
+      const answers = await underEachSwitch(route);
       const blocked = route.kind !== 'plain';
-      expect([res.statusCode, res.json().error?.code]).toEqual(blocked ? [503, code] : [route.own.status, route.own.code]);
-      expect(res.headers['retry-after']).toBe(blocked ? '60' : undefined);
-      expect(ran()).toEqual(CHECKS[route.kind]);
+      expect(answers.map((a) => [a.status, a['retry-after'], (a.body as { error?: { code: string } }).error?.code])).toEqual(
+        blocked
+          ? [
+              [503, '60', 'system_maintenance'],
+              [503, '60', 'ai_requests_disabled'],
+            ]
+          : [
+              [route.own.status, null, route.own.code],
+              [route.own.status, null, route.own.code],
+            ],
+      );
+    });
+  });
+
+  describe.each(ROUTES.filter((r) => r.kind !== 'plain'))('$method $url ($kind)', (route) => {
+    it('the 503 of either switch, on the wire', async () => {
+      const [maintenance, aiRequestsOff] = await underEachSwitch(route);
+      expect({ maintenance, 'ai requests off': aiRequestsOff }).toMatchInlineSnapshot(`
+        {
+          "ai requests off": {
+            "body": {
+              "error": {
+                "code": "ai_requests_disabled",
+                "message": "AI requests are paused by an operator. Nothing was charged; retry later.",
+              },
+            },
+            "retry-after": "60",
+            "status": 503,
+            "x-should-retry": null,
+          },
+          "maintenance": {
+            "body": {
+              "error": {
+                "code": "system_maintenance",
+                "message": "The service is under maintenance. Nothing was charged; retry later.",
+              },
+            },
+            "retry-after": "60",
+            "status": 503,
+            "x-should-retry": null,
+          },
+        }
+      `);
     });
   });
 
@@ -134,7 +212,19 @@ describe('the route checks (order of checks, steps 1 to 3)', () => {
       expect([res.statusCode, res.json().error.code]).toEqual([429, 'rate_limit_exceeded']);
       spies['rate limit'].mockReset();
       res = await send(route, { payload: '{not json' });
-      expect([res.statusCode, res.json().error]).toEqual([400, { code: 'invalid_request', message: 'The request body is not valid JSON.' }]);
+      expect(wireError(res)).toMatchInlineSnapshot(`
+        {
+          "body": {
+            "error": {
+              "code": "invalid_request",
+              "message": "The request body is not valid JSON.",
+            },
+          },
+          "retry-after": null,
+          "status": 400,
+          "x-should-retry": "false",
+        }
+      `);
     });
   });
 
@@ -145,7 +235,19 @@ describe('the route checks (order of checks, steps 1 to 3)', () => {
     });
     Object.assign(gw.deps.money, { authorize });
     const res = await gw.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: bearer(gw.keys.a), payload: { model: 'm', messages: [{ role: 'user', content: 'hi' }] } });
-    expect([res.statusCode, res.json().error.code]).toEqual([402, 'insufficient_balance']);
+    expect(wireError(res)).toMatchInlineSnapshot(`
+      {
+        "body": {
+          "error": {
+            "code": "insufficient_balance",
+            "message": "Not enough credits.",
+          },
+        },
+        "retry-after": null,
+        "status": 402,
+        "x-should-retry": "false",
+      }
+    `);
     expect(authorize.mock.calls.map(([req]) => req.checkRateLimit)).toEqual([true]);
     // Authorize refused for funds, after counting the request: not counted a second time.
     expect(spies['rate limit']).not.toHaveBeenCalled();

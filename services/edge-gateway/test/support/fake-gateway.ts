@@ -119,3 +119,11 @@ export async function fakeGateway(opts: FakeOptions = {}): Promise<FakeGateway> 
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/**
+ * What a client of an error answer acts on, for inline snapshots: the status, the headers SDKs read
+ * (absent ones as null, so a snapshot shows they are absent) and the body as sent.
+ */
+export function wireError(res: { statusCode: number; headers: Record<string, unknown>; json: () => unknown }) {
+  return { status: res.statusCode, 'retry-after': res.headers['retry-after'] ?? null, 'x-should-retry': res.headers['x-should-retry'] ?? null, body: res.json() };
+}
