@@ -349,7 +349,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     system.billingAddr = billing.address;
     system.catalogAddr = catalog.address;
 
-    grpc('text', { PROVIDERS: providers });
+    // The catalog tells text which routes live models use (the others are not probed).
+    grpc('text', { PROVIDERS: providers, CATALOG_ADDR: system.catalogAddr });
     grpc('media', { PROVIDERS: providers });
     grpc('video-jobs', { PROVIDERS: providers, BILLING_ADDR: system.billingAddr });
     // The dashboard over plain http on loopback, hence cookies without `Secure`.

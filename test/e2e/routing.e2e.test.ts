@@ -98,4 +98,63 @@ describe('routing through the whole system', () => {
     expect(all.map((r) => `${r.provider}:${r.upstream_model}`)).toEqual(expect.arrayContaining(['openai:gpt-sim-mini', 'openai-backup:gpt-sim-mini-b']));
     for (const r of all) expect(['closed', 'open', 'half_open']).toContain(r.state);
   });
+
+  it("a complete (non-streamed) answer from a silent primary comes from the backup at the model's first-byte deadline, whole and billed", async () => {
+    const before = (await routes()).find((r) => r.provider === 'openai-backup')!.requests;
+    await sim('PUT', '/_sim/settings/openai/gpt-sim-mini', { fault: 'timeout' });
+    try {
+      const res = await fetch(`${system.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm-routed', messages: [{ role: 'user', content: 'hello there' }] }),
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { object: string; model: string; choices: Array<{ message: { content: string } }>; usage: { completion_tokens: number }; service: { credit_charged: number } };
+      expect(body).toMatchObject({ object: 'chat.completion', model: 'm-routed' });
+      expect(body.choices[0]!.message.content.length).toBeGreaterThan(0);
+      expect(body.usage.completion_tokens).toBeGreaterThan(0);
+      expect(body.service.credit_charged).toBeGreaterThan(0);
+    } finally {
+      await sim('DELETE', '/_sim/settings');
+    }
+    const after = await routes();
+    expect(after.find((r) => r.provider === 'openai' && r.upstream_model === 'gpt-sim-mini')!.last_error).toMatch(/did not answer in time/);
+    expect(after.find((r) => r.provider === 'openai-backup')!.requests).toBe(before + 1);
+  }, 30_000);
+
+  it('a route no model uses any more is no longer probed, and leaves the routes listing', async () => {
+    const probesOf = async (model: string) => {
+      const res = await sim('GET', `/_sim/requests?limit=1000&model=${model}`);
+      return ((await res.json()) as { requests: Array<{ headers: Record<string, string> }> }).requests.filter((r) => (r.headers['x-request-id'] ?? '').startsWith('route-probe-')).length;
+    };
+    await sim('PUT', '/_sim/models/openai', ['gpt-sim-mini', 'gpt-sim-mini-b', 'gpt-sim-gone']);
+    await admin(system, 'model', 'upsert', '--id', 'm-gone', '--kind', 'TEXT', '--route', 'openai:gpt-sim-gone:0', '--price', '1000');
+    await admin(system, 'catalog', 'sync');
+    for (let i = 0; i < 100 && !(await listed()).includes('m-gone'); i++) await sleep(50);
+    // The provider fails it: one account's failures, confirmed by the gateway's probe, open it;
+    // an open route is probed again and again.
+    await sim('PUT', '/_sim/settings/openai/gpt-sim-gone', { fault: '500' });
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${system.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm-gone', messages: [{ role: 'user', content: 'hello' }] }),
+      });
+      await res.arrayBuffer();
+    }
+    for (let i = 0; i < 200 && (await probesOf('gpt-sim-gone')) < 2; i++) await sleep(100);
+    expect(await probesOf('gpt-sim-gone')).toBeGreaterThanOrEqual(2);
+    const gone = async () => (await routes()).find((r) => r.upstream_model === 'gpt-sim-gone');
+    expect((await gone())?.state).not.toBe('closed');
+
+    // Its only model now routes elsewhere: nothing uses the route.
+    await admin(system, 'model', 'upsert', '--id', 'm-gone', '--kind', 'TEXT', '--route', 'openai-backup:gpt-sim-mini-b:0', '--price', '1000');
+    for (let i = 0; i < 10 && (await gone()) !== undefined; i++) await sleep(200);
+    expect(await gone()).toBeUndefined();
+    await sim('DELETE', '/_sim/requests');
+    // Longer than the longest wait between probes (5 s): not one more probe.
+    await sleep(6_000);
+    expect(await probesOf('gpt-sim-gone')).toBe(0);
+    await sim('DELETE', '/_sim/settings');
+  }, 120_000);
 });
