@@ -244,7 +244,7 @@ describe('helm lint and helm template', () => {
     const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
     // admin-cli: the operator CLI run in the cluster (networkPolicy.allowAdminCli).
     expect(from('billing')).toEqual(['admin-cli', 'edge-gateway', 'video-jobs']);
-    expect(from('catalog')).toEqual(['admin-cli', 'edge-gateway']);
+    expect(from('catalog')).toEqual(['admin-cli', 'edge-gateway', 'text']);
     for (const name of ['text', 'media', 'video-jobs']) expect(from(name)).toEqual(['edge-gateway']);
     const to = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.egress?.flatMap((r) => r.to ?? []));
     expect(to('edge-gateway')).toEqual(['billing', 'catalog', 'media', 'text', 'video-jobs']);

@@ -175,10 +175,10 @@ describe('chart templates (static)', () => {
     const policy = define('gg.networkPolicy');
     expect(policy).toContain('has $key $facts.calls');
     expect(policy).toContain('(eq $key "gateway") (eq $key "console")');
-    // Callers as the brief has them: billing <- gateway, video-jobs, console; catalog <- gateway, console.
+    // Callers as the brief has them: billing <- gateway, video-jobs, console; catalog <- gateway, console, text (which routes live models use).
     const callers = (target: string) => Object.values(components).filter((c) => c.calls.includes(target)).map((c) => c.name).sort();
     expect(callers('billing')).toEqual(['console', 'edge-gateway', 'video-jobs']);
-    expect(callers('catalog')).toEqual(['console', 'edge-gateway']);
+    expect(callers('catalog')).toEqual(['console', 'edge-gateway', 'text']);
     for (const key of ['text', 'media', 'videoJobs']) expect(callers(key)).toEqual(['edge-gateway']);
     // Egress to PostgreSQL, NATS and providers only where needed.
     expect(Object.entries(components).filter(([, c]) => c.providers).map(([k]) => k).sort()).toEqual(['catalog', 'media', 'text', 'videoJobs']);

@@ -31,7 +31,7 @@ export const SERVICES: ServiceFacts[] = [
   { name: 'edge-gateway', key: 'gateway', port: 8080, protocol: 'http', database: false, calls: ['billing', 'catalog', 'text', 'media', 'video-jobs'], optional: false },
   { name: 'billing', key: 'billing', port: 50051, protocol: 'grpc', database: true, calls: [], optional: false },
   { name: 'catalog', key: 'catalog', port: 50052, protocol: 'grpc', database: true, calls: [], optional: false },
-  { name: 'text', key: 'text', port: 50053, protocol: 'grpc', database: false, calls: [], optional: false },
+  { name: 'text', key: 'text', port: 50053, protocol: 'grpc', database: false, calls: ['catalog'], optional: false },
   { name: 'media', key: 'media', port: 50054, protocol: 'grpc', database: true, calls: [], optional: false },
   { name: 'video-jobs', key: 'videoJobs', port: 50055, protocol: 'grpc', database: true, calls: ['billing'], optional: false },
   { name: 'console', key: 'console', port: 8081, protocol: 'http', database: true, calls: ['billing', 'catalog'], optional: true },

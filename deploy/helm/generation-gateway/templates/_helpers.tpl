@@ -29,7 +29,7 @@ whether it is optional (installed only when `<key>.enabled`).
 gateway:   {name: edge-gateway, port: 8080, protocol: http, database: false, nats: true, providers: false, metrics: true, calls: [billing, catalog, text, media, videoJobs]}
 billing:   {name: billing, port: 50051, protocol: grpc, database: true, nats: true, providers: false, metrics: true, calls: []}
 catalog:   {name: catalog, port: 50052, protocol: grpc, database: true, nats: true, providers: true, metrics: true, calls: []}
-text:      {name: text, port: 50053, protocol: grpc, database: false, nats: true, providers: true, metrics: true, calls: []}
+text:      {name: text, port: 50053, protocol: grpc, database: false, nats: true, providers: true, metrics: true, calls: [catalog]}
 media:     {name: media, port: 50054, protocol: grpc, database: true, nats: true, providers: true, metrics: true, calls: []}
 videoJobs: {name: video-jobs, port: 50055, protocol: grpc, database: true, nats: true, providers: true, metrics: true, calls: [billing]}
 console:   {name: console, port: 8081, protocol: http, database: true, nats: false, providers: false, metrics: true, calls: [billing, catalog], optional: true}

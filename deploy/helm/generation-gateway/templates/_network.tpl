@@ -2,7 +2,7 @@
 NetworkPolicies. networkpolicy.yaml denies all traffic of the release's pods by default; the
 policy of each component (below) allows exactly what it needs:
   ingress  the gateway and the console from networkPolicy.ingressFrom; each gRPC service from its
-           callers only (billing <- gateway, video-jobs, console; catalog <- gateway, console;
+           callers only (billing <- gateway, video-jobs, console; catalog <- gateway, console, text;
            text, media, video-jobs <- gateway); the simulator from the provider-calling services;
            metrics ports from networkPolicy.metricsFrom.
   egress   DNS; PostgreSQL, NATS and the providers where the component uses them; the gRPC
