@@ -22,7 +22,7 @@ const env = loadConfig(
     ROUTE_PROBE_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** The longest rest an upstream Retry-After imposes. */
     ROUTE_MAX_REST_MS: z.coerce.number().int().positive().default(300_000),
-    /** A streamed answer's first-event deadline per route, for models that set none. */
+    /** An answer's first-event deadline per route (streamed or complete), for models that set none. */
     FIRST_BYTE_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /**
      * The catalog, to know which routes live models use: the others are no longer probed and

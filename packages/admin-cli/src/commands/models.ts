@@ -87,7 +87,7 @@ export function modelCommands(program: Command, run: Run): void {
     .option('--image-sizes <list>', 'image: accepted sizes, e.g. 1024x1024,512x512')
     .option('--first-frame', 'video: accepts a first frame')
     .option('--last-frame', 'video: accepts a last frame')
-    .option('--first-byte-timeout-ms <n>', "text: a route's time to a streamed answer's first event before the next route is tried (default 10000)")
+    .option('--first-byte-timeout-ms <n>', "text: a route's time to its answer's first event (streamed or complete) before the next route is tried (default 10000)")
     .option('--json', 'print one JSON object')
     .action(
       (o: {
