@@ -31,6 +31,7 @@ describe('routing through the whole system', () => {
     return res.ok ? ((await res.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id) : [];
   };
   const routes = async () => ((await admin(system, 'routes', 'health')) as { routes: RouteOut[] }).routes;
+  const gone = async () => (await routes()).find((r) => r.upstream_model === 'gpt-sim-gone');
 
   let textMetrics: string;
 
@@ -144,7 +145,6 @@ describe('routing through the whole system', () => {
     }
     for (let i = 0; i < 200 && (await probesOf('gpt-sim-gone')) < 2; i++) await sleep(100);
     expect(await probesOf('gpt-sim-gone')).toBeGreaterThanOrEqual(2);
-    const gone = async () => (await routes()).find((r) => r.upstream_model === 'gpt-sim-gone');
     expect((await gone())?.state).not.toBe('closed');
 
     // Its only model now routes elsewhere: nothing uses the route.
