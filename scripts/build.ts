@@ -20,6 +20,7 @@
  * (and test/deploy) run this output.
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build, type Plugin } from 'rolldown';
@@ -90,6 +91,9 @@ function checkOneVersionEach(dirs: Set<string>, lock: Record<string, LockImporte
   }
 }
 
+/** Package name of a bare specifier: `@scope/name/sub` -> `@scope/name`, `name/sub` -> `name`. */
+const packageName = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+
 const IMPORT_META = /\bimport\.meta\.(url|dirname|filename)\b/g;
 
 /**
@@ -129,6 +133,7 @@ function runtimeFiles(dir: string, bundled: Set<string>, prefix = ''): string[] 
 async function buildDeployable(name: string, dir: string, out: string, packages: Map<string, string>, lock: Record<string, LockImporter>): Promise<string[]> {
   const bundledPackages = closure(dir, packages);
   checkOneVersionEach(bundledPackages, lock, name);
+  const thirdParty = new Set([...bundledPackages].flatMap((d) => Object.keys(manifestOf(d).dependencies ?? {})).filter((dep) => !packages.has(dep)));
 
   rmSync(out, { recursive: true, force: true });
   const input: Record<string, string> = { main: join(dir, 'src', 'main.ts') };
@@ -138,9 +143,12 @@ async function buildDeployable(name: string, dir: string, out: string, packages:
     input,
     cwd: ROOT,
     platform: 'node',
-    // Everything outside our workspace stays an import: Node loads it from the deployed node_modules.
-    external: (id, _importer, isResolved) => !isResolved && !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('@gw/'),
+    // Node's modules and the packages our workspace packages declare stay imports: Node loads them
+    // from the deployed node_modules. Anything else (the bundler's own helpers) goes into the bundle.
+    external: (id, _importer, isResolved) => !isResolved && (isBuiltin(id) || thirdParty.has(packageName(id))),
     plugins: [sourceLocations()],
+    // The images' Node: no syntax is lowered.
+    transform: { target: 'node24' },
     logLevel: 'warn',
     onLog(level, log) {
       throw new Error(`${name}: rolldown ${level}: ${log.message}`);
@@ -149,7 +157,7 @@ async function buildDeployable(name: string, dir: string, out: string, packages:
   });
 
   const modules = new Set<string>();
-  for (const chunk of result.output) if (chunk.type === 'chunk') for (const id of chunk.moduleIds) modules.add(realpathSync(id));
+  for (const chunk of result.output) if (chunk.type === 'chunk') for (const id of chunk.moduleIds) if (!id.startsWith('\0')) modules.add(realpathSync(id));
   const written = result.output.map((o) => o.fileName);
   for (const pkg of bundledPackages) {
     const real = realpathSync(pkg);

@@ -227,7 +227,7 @@ describe('helm lint and helm template', () => {
       const job = named(objs, 'Job', `${PREFIX}-${s.name}-migrate`);
       expect(job.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-5', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' });
       const [c] = job.spec.template.spec.containers;
-      expect(c!.command).toEqual(['node', 'src/migrate.ts']);
+      expect(c!.command).toEqual(['node', 'dist/migrate.js']);
       expect(c!.image).toBe(named(objs, 'Deployment', `${PREFIX}-${s.name}`).spec.template.spec.containers[0]!.image);
       expect(c!.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef.name).toBe('gateway-database');
       expect(c!.envFrom).toBeUndefined();

@@ -142,7 +142,7 @@ describe('chart templates (static)', () => {
       'helm.sh/hook: pre-install,pre-upgrade',
       'helm.sh/hook-weight: {{ $root.Values.migrations.hookWeight | quote }}',
       'helm.sh/hook-delete-policy: {{ $root.Values.migrations.hookDeletePolicy }}',
-      'command: ["node", "src/migrate.ts"]',
+      'command: ["node", "dist/migrate.js"]',
       'restartPolicy: Never',
       'name: DATABASE_URL',
       'include "gg.podCommon" .',

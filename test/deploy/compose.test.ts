@@ -58,7 +58,7 @@ describe('deploy/compose.yaml', () => {
     expect(migrators.sort()).toEqual(SERVICES.filter((s) => s.database).map((s) => `migrate-${s.name}`).sort());
     for (const f of SERVICES.filter((s) => s.database)) {
       const m = svc(`migrate-${f.name}`);
-      expect(m.command).toEqual(['node', 'src/migrate.ts']);
+      expect(m.command).toEqual(['node', 'dist/migrate.js']);
       expect(m.build?.target).toBe(f.name);
       expect(m.image).toBe(svc(f.name).image);
       expect(m.restart).toBe('no');

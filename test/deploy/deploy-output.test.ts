@@ -1,20 +1,22 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, sep } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DEPLOY, ROOT, facts, serviceDirs } from './support.ts';
+import { DEPLOY, ROOT, bundleImports, dockerBuildCommand, facts, manifest, serviceDirs, workspaceClosure } from './support.ts';
 
-// What the images run, minus Docker: each service's production output is built exactly as the
-// Dockerfile builds it (`pnpm deploy --prod`, then deploy/unnest-workspace-packages.ts), and
-// started FROM THAT OUTPUT with Node, not from the sources. The services with a database are
-// migrated first by their own `src/migrate.ts` into a fresh database (as the chart's hook Jobs
-// do), then started with MIGRATE_ON_START=false; each must report ready, answer its health
-// check (deploy/healthcheck.ts, the images' HEALTHCHECK), stop on SIGTERM with exit code 0, and
-// have written nothing into its own folder (the images' root filesystem is read-only).
+// What the images run, minus Docker: each service's /app is built by the very RUN lines of its
+// Dockerfile stage (`pnpm deploy --prod` with the hoisted linker, then `scripts/build.ts` bundling
+// it into dist/), and started FROM THAT OUTPUT with Node: JavaScript only, no TypeScript, no
+// sources. The services with a database are migrated first by their own `dist/migrate.js` into a
+// fresh database (as the chart's hook Jobs do), then started with MIGRATE_ON_START=false; each
+// must report ready, answer its health check (deploy/healthcheck.ts, the images' HEALTHCHECK),
+// stop on SIGTERM with exit code 0, and have written nothing into its own folder (the images' root
+// filesystem is read-only). Billing reads its .sql functions from dist/ when it migrates, the
+// console serves its stylesheet and scripts from there, and the simulator its video fixtures.
 
 const run = promisify(execFile);
 const GRPC = serviceDirs().filter((d) => facts(d).protocol === 'grpc');
@@ -63,11 +65,11 @@ function logTail(log: string): string {
   return existsSync(log) ? readFileSync(log, 'utf8').slice(-3000) : '(no log)';
 }
 
-/** Starts `node src/main.ts` in a deployed output and waits for its ready file. */
+/** Starts `node dist/main.js` in a deployed output and waits for its ready file. */
 async function start(name: string, extra: Record<string, string>): Promise<string> {
   const log = join(work, `${name}.log`);
   const fd = openSync(log, 'a');
-  const child = spawn(process.execPath, ['src/main.ts'], { cwd: out(name), env: serviceEnv(name, extra), stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, ['dist/main.js'], { cwd: out(name), env: serviceEnv(name, extra), stdio: ['ignore', fd, fd] });
   const readyFile = join(work, `${name}.ready`);
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
@@ -133,12 +135,11 @@ beforeAll(async () => {
   runUrl.pathname = `/${databaseName}`;
   databaseUrl = runUrl.toString();
 
-  // Every output at once (each takes a few seconds, mostly linking from the store).
+  // Every output at once (each takes a few seconds, mostly linking from the store; the bundle, well under one).
   await Promise.all(
     serviceDirs().map(async (name) => {
       const dir = join(work, 'out', name);
-      await run('pnpm', ['deploy', '--frozen-lockfile', '--prefer-offline', '--prod', '--filter', `@gw/${name}`, dir], { cwd: ROOT, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 });
-      await run(process.execPath, [join(DEPLOY, 'unnest-workspace-packages.ts'), dir], { timeout: 30_000 });
+      await run('sh', ['-c', dockerBuildCommand(name, dir)], { cwd: ROOT, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 });
       outputs.set(name, dir);
       filesBefore.set(name, listTree(dir));
     }),
@@ -157,31 +158,53 @@ afterAll(async () => {
 }, 60_000);
 
 describe('production outputs (pnpm deploy --prod), started from the output', () => {
-  it('every service output holds its main, and our TypeScript sits outside node_modules', () => {
+  it('every service output is its manifest, its bundle and its production dependencies: no TypeScript, no tests, no tooling', () => {
     for (const name of serviceDirs()) {
       const dir = out(name);
-      expect(existsSync(join(dir, 'src', 'main.ts')), `${name}/src/main.ts`).toBe(true);
-      expect(existsSync(join(dir, 'src', 'migrate.ts')), `${name}/src/migrate.ts`).toBe(existsSync(join(ROOT, 'services', name, 'src', 'migrate.ts')));
-      expect(existsSync(join(dir, 'test')), `${name} ships no tests`).toBe(false);
-      const scoped = join(dir, 'node_modules', '@gw');
-      for (const pkg of existsSync(scoped) ? readdirSync(scoped) : []) {
-        const real = realpathSync(join(scoped, pkg));
-        expect(real.split(sep), `@gw/${pkg} of ${name} resolves to ${real}`).not.toContain('node_modules');
-        expect(existsSync(join(real, 'test')), `@gw/${pkg} of ${name} ships no tests`).toBe(false);
-      }
-      // No dev tooling in a production output.
-      for (const dev of ['vitest', 'typescript', 'oxlint', '@bufbuild/buf']) {
+      expect(readdirSync(dir).filter((f) => !/^readme/i.test(f)).sort(), `${name}`).toEqual(['dist', 'node_modules', 'package.json']);
+      expect(existsSync(join(dir, 'dist', 'main.js')), `${name}/dist/main.js`).toBe(true);
+      expect(existsSync(join(dir, 'dist', 'migrate.js')), `${name}/dist/migrate.js`).toBe(existsSync(join(ROOT, 'services', name, 'src', 'migrate.ts')));
+      expect(listTree(join(dir, 'dist')).filter((p) => p.endsWith('.ts')), `${name}: TypeScript in dist`).toEqual([]);
+      // Our workspace packages are inside the bundle, not installed beside it.
+      expect(existsSync(join(dir, 'node_modules', '@gw')), `${name} has node_modules/@gw`).toBe(false);
+      for (const dev of ['vitest', 'typescript', 'oxlint', 'rolldown', '@bufbuild/buf']) {
         expect(existsSync(join(dir, 'node_modules', dev)), `${name} has ${dev}`).toBe(false);
       }
     }
   });
 
-  it('migrates every schema from the outputs (node src/migrate.ts, as the hook Jobs do)', async () => {
-    const migrators = serviceDirs().filter((name) => existsSync(join(out(name), 'src', 'migrate.ts')));
+  it('every package a bundle loads is installed at the top of its node_modules, in the version the workspace resolves', () => {
+    const problems: string[] = [];
+    for (const name of serviceDirs()) {
+      const dir = out(name);
+      const closure = [...workspaceClosure(`@gw/${name}`)];
+      const loaded = new Set<string>();
+      for (const file of readdirSync(join(dir, 'dist')).filter((f) => f.endsWith('.js'))) {
+        for (const pkg of bundleImports(readFileSync(join(dir, 'dist', file), 'utf8'))) loaded.add(pkg);
+      }
+      expect(loaded.size, `${name} loads third-party packages`).toBeGreaterThan(0);
+      for (const pkg of loaded) {
+        // The workspace packages that declare it, and the version each resolves in the workspace.
+        const declaring = closure.filter((p) => manifest(p).dependencies?.[pkg] !== undefined);
+        if (declaring.length === 0) {
+          problems.push(`${name}: the bundle loads ${pkg}, which none of its workspace packages declares`);
+          continue;
+        }
+        const wanted = new Set(declaring.map((p) => manifest(join(p, 'node_modules', pkg)).version));
+        const installed = join(dir, 'node_modules', pkg, 'package.json');
+        const version = existsSync(installed) ? (JSON.parse(readFileSync(installed, 'utf8')) as { version: string }).version : 'missing';
+        if (wanted.size !== 1 || !wanted.has(version)) problems.push(`${name}: ${pkg} ${version}, the workspace resolves ${[...wanted].join(' and ')}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('migrates every schema from the outputs (node dist/migrate.js, as the hook Jobs do)', async () => {
+    const migrators = serviceDirs().filter((name) => existsSync(join(out(name), 'dist', 'migrate.js')));
     // The chart's hook Jobs and compose's migrate-* services run this command for each of them.
     expect(migrators).toEqual(serviceDirs().filter((name) => facts(name).database));
     for (const name of migrators) {
-      const { stdout } = await run(process.execPath, ['src/migrate.ts'], { cwd: out(name), env: serviceEnv(name, { DATABASE_URL: databaseUrl }), timeout: 60_000 });
+      const { stdout } = await run(process.execPath, ['dist/migrate.js'], { cwd: out(name), env: serviceEnv(name, { DATABASE_URL: databaseUrl }), timeout: 60_000 });
       expect(stdout, `${name}`).toContain('migrations applied');
     }
     const client = new Client({ connectionString: databaseUrl });
@@ -234,6 +257,29 @@ describe('production outputs (pnpm deploy --prod), started from the output', () 
     expect(await healthcheck('tcp', new URL(url).host)).toBe(0);
   }, 60_000);
 
+  it('starts the console from its output; it serves its stylesheet and scripts from dist/ and Pico from node_modules', async () => {
+    const url = await start('console', {
+      CONSOLE_HOST: '127.0.0.1',
+      CONSOLE_PORT: '0',
+      DATABASE_URL: databaseUrl,
+      MIGRATE_ON_START: 'false',
+      BILLING_ADDR: running.get('billing')!.address,
+      CATALOG_ADDR: running.get('catalog')!.address,
+      SESSION_SECRET: 'deploy-output-test-session-secret-0123456789',
+      CONSOLE_INSECURE_COOKIES: 'true',
+    });
+    const origin = new URL(url).origin;
+    expect(await healthcheck('http', `${origin}/healthz`)).toBe(0);
+    for (const file of ['console.css', 'console.js', 'passkeys.js']) {
+      const res = await fetch(`${origin}/assets/${file}`);
+      expect(res.status, `${file}`).toBe(200);
+      expect(await res.text(), `${file}`).toBe(readFileSync(join(ROOT, 'services', 'console', 'src', 'public', file), 'utf8'));
+    }
+    const pico = await fetch(`${origin}/assets/pico.min.css`);
+    expect(pico.status).toBe(200);
+    expect(await pico.text()).toContain('Pico CSS');
+  }, 60_000);
+
   it('the health check reports a stopped service as unhealthy', async () => {
     // Port 1 on loopback: nothing listens there.
     expect(await healthcheck('grpc', '127.0.0.1:1')).toBe(1);
@@ -242,7 +288,7 @@ describe('production outputs (pnpm deploy --prod), started from the output', () 
   });
 
   it('stops every service on SIGTERM with exit code 0, the gateway first', async () => {
-    const order = ['edge-gateway', 'provider-simulator', ...GRPC.filter((n) => n !== 'billing' && n !== 'catalog'), 'catalog', 'billing'];
+    const order = ['edge-gateway', 'console', 'provider-simulator', ...GRPC.filter((n) => n !== 'billing' && n !== 'catalog'), 'catalog', 'billing'];
     expect(new Set(order)).toEqual(new Set(running.keys()));
     const codes: Record<string, number | string> = {};
     for (const name of order) codes[name] = await stop(name);

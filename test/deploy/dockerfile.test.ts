@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { DEPLOY, ROOT, SERVICES, facts, manifest, read, runtimeImports, serviceDirs, sourcePort, tsFiles, workspacePackages } from './support.ts';
 
 // deploy/Dockerfile cannot be built here (no Docker daemon): these checks hold it to the
-// workspace instead. Each service has a target that deploys exactly that service, runs as a
-// non-root user and starts its main; the build context keeps what `pnpm deploy` needs; and every
-// package a service loads at run time is declared where the deployed layout will find it.
+// workspace instead (deploy-output.test.ts runs its build stages). Each service has a target that
+// deploys exactly that service and bundles it into JavaScript, runs as a non-root user and starts
+// its dist/main.js; the build context keeps what `pnpm deploy` and the build need; and every
+// package a service's code loads at run time is declared by the workspace package that loads it.
 
 interface Stage {
   name: string;
@@ -48,18 +49,20 @@ describe('deploy/Dockerfile', () => {
     for (const s of SERVICES) expect(targets, `target ${s.name}`).toContain(s.name);
   });
 
-  it.each(SERVICES.map((s) => s.name))('target %s deploys its own package and starts its main as non-root', (name) => {
+  it.each(SERVICES.map((s) => s.name))('target %s deploys its own package, bundles it and starts its dist/main.js as non-root', (name) => {
     const build = stage(`build-${name}`);
     expect(build, `stage build-${name}`).toBeDefined();
     const run = build!.lines.filter((l) => l.startsWith('RUN ')).join('\n');
-    expect(run).toMatch(new RegExp(`pnpm deploy\\b.*--frozen-lockfile.*--prod.*--filter @gw/${name} /out`));
-    expect(run).toContain('node deploy/unnest-workspace-packages.ts /out');
+    // Production dependencies, those of the bundled workspace packages too, flat where dist/ finds them.
+    expect(run).toMatch(new RegExp(`pnpm deploy\\b.*--frozen-lockfile.*--prod.*--config\\.node-linker=hoisted.*--filter @gw/${name} /out`));
+    expect(run).toContain('rm -rf /out/node_modules/@gw ');
+    expect(run).toContain(`node scripts/build.ts ${name} --out /out/dist`);
     expect(build!.from).toBe('workspace');
 
     const target = stage(name)!;
     expect(target.from).toBe('runtime');
     expect(target.lines).toContain(`COPY --from=build-${name} /out /app`);
-    expect(target.lines).toContain('CMD ["node", "src/main.ts"]');
+    expect(target.lines).toContain('CMD ["node", "dist/main.js"]');
     const f = facts(name);
     expect(target.lines).toContain(`EXPOSE ${f.port}`);
     const health = target.lines.find((l) => l.startsWith('HEALTHCHECK '));
@@ -95,7 +98,7 @@ describe('deploy/Dockerfile', () => {
     expect(dockerfile).toContain(`ARG PNPM_VERSION=${pinned}`);
     // The packages come from the lockfile alone before the sources are copied (layer caching).
     const ws = stage('workspace')!.lines;
-    expect(ws.slice(0, 4)).toEqual(['COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./', 'COPY patches ./patches', 'RUN pnpm fetch --prod', 'COPY . .']);
+    expect(ws.slice(0, 5)).toEqual(['COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./', 'COPY patches ./patches', 'RUN pnpm fetch', 'COPY . .', 'RUN pnpm install --frozen-lockfile --offline --ignore-scripts']);
   });
 
   it('the build stages never reach the runtime images except through /out', () => {
@@ -135,8 +138,10 @@ describe('deploy/Dockerfile.dockerignore', () => {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
 
-  it('keeps the manifests, the lockfile, every source file and the deploy scripts in the context', () => {
-    const needed = ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'test/package.json', 'deploy/healthcheck.ts', 'deploy/unnest-workspace-packages.ts'];
+  it('keeps the manifests, the lockfile, every source file, the build script and the health check in the context', () => {
+    const needed = ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'test/package.json', 'deploy/healthcheck.ts', 'scripts/build.ts'];
+    for (const f of readdirSync(join(ROOT, 'services', 'console', 'src', 'public'))) needed.push(`services/console/src/public/${f}`);
+    for (const f of readdirSync(join(ROOT, 'services', 'billing', 'src', 'db', 'functions'))) needed.push(`services/billing/src/db/functions/${f}`);
     for (const f of readdirSync(join(ROOT, 'patches'))) needed.push(`patches/${f}`);
     for (const dir of workspacePackages().values()) {
       needed.push(relative(ROOT, join(dir, 'package.json')));
@@ -148,7 +153,7 @@ describe('deploy/Dockerfile.dockerignore', () => {
   });
 
   it('leaves out installed modules, git, local data, tests and the chart', () => {
-    for (const p of ['node_modules/x/index.js', 'services/billing/node_modules/pg/index.js', '.git/HEAD', '.data/pg/PG_VERSION', 'services/billing/test/money.test.ts', 'packages/service-kit/test/outbox.test.ts', 'test/e2e/models-and-auth.e2e.test.ts', 'test/global-setup.ts', 'deploy/helm/generation-gateway/values.yaml', '.env']) {
+    for (const p of ['node_modules/x/index.js', 'services/billing/dist/main.js', 'scripts/start.ts', 'services/billing/node_modules/pg/index.js', '.git/HEAD', '.data/pg/PG_VERSION', 'services/billing/test/money.test.ts', 'packages/service-kit/test/outbox.test.ts', 'test/e2e/models-and-auth.e2e.test.ts', 'test/global-setup.ts', 'deploy/helm/generation-gateway/values.yaml', '.env']) {
       expect(ignored(rules, p), `${p}`).toBe(true);
     }
   });
@@ -166,10 +171,11 @@ describe('what the deployed services load', () => {
     return seen;
   }
 
-  // In the deployed output a workspace package lives in /app/packages/<name> with its own declared
-  // dependencies in its node_modules, and /app/node_modules (the service's dependencies) above it:
-  // an import resolves when one of the two declares it. Development and vitest resolve more
-  // (root devDependencies), which is how an undeclared import slips through until production.
+  // In the image our workspace packages are bundled into dist/, and /app/node_modules holds the
+  // dependencies the service and those packages declare (hoisted), each in the one version the
+  // build checked they agree on: an import works there when the package that makes it, or the
+  // service, declares it. Development and vitest resolve more (root devDependencies), which is how
+  // an undeclared import slips through until production.
   it.each(serviceDirs())('every package services/%s loads is declared where its deployed output finds it', (dir) => {
     const service = manifest(join(ROOT, 'services', dir));
     const serviceDeps = new Set(Object.keys(service.dependencies ?? {}));

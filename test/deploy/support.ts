@@ -98,6 +98,7 @@ export function runtimeImports(source: string): Set<string> {
 
 interface Manifest {
   name: string;
+  version?: string;
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
@@ -150,4 +151,48 @@ export function knownEnvNames(): string {
     join(ROOT, 'scripts', 'system.ts'),
   ];
   return files.map((f) => readFileSync(f, 'utf8')).join('\n');
+}
+
+/** Workspace packages a package bundles (its `@gw/*` dependencies, transitively), itself included, as folders. */
+export function workspaceClosure(name: string, packages = workspacePackages(), seen = new Set<string>()): Set<string> {
+  const dir = packages.get(name);
+  if (!dir || seen.has(dir)) return seen;
+  seen.add(dir);
+  for (const dep of Object.keys(manifest(dir).dependencies ?? {})) if (packages.has(dep)) workspaceClosure(dep, packages, seen);
+  return seen;
+}
+
+/**
+ * The shell command of deploy/Dockerfile's `build-<target>` stage (its RUN lines joined), with its
+ * output folder `/out` replaced by `out`: the tests build an image's /app exactly as the image does.
+ */
+export function dockerBuildCommand(target: string, out: string): string {
+  const text = read(DEPLOY, 'Dockerfile').replace(/\\\n/g, ' ');
+  const lines = text.split('\n');
+  const from = lines.findIndex((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+build-${target}\\s*$`).test(l));
+  if (from < 0) throw new Error(`deploy/Dockerfile has no stage build-${target}`);
+  const runs: string[] = [];
+  for (const line of lines.slice(from + 1)) {
+    if (/^FROM\s/.test(line)) break;
+    if (line.startsWith('RUN ')) runs.push(line.slice(4).trim());
+  }
+  return runs.join(' && ').replace(/(^|\s)\/out(?=[\s/]|$)/g, `$1${out}`);
+}
+
+/**
+ * Packages a bundle loads: its static and dynamic imports and `require` calls with a literal name
+ * (the bundler writes imports at the start of a line, so SQL text such as `from "hold"` inside a
+ * template literal is not taken for one).
+ */
+export function bundleImports(code: string): Set<string> {
+  const specs: string[] = [];
+  for (const m of code.matchAll(/^(?:import|export)\b[^\n]*?\bfrom\s*"([^"]+)";?$/gm)) specs.push(m[1]!);
+  for (const m of code.matchAll(/^import\s*"([^"]+)";?$/gm)) specs.push(m[1]!);
+  for (const m of code.matchAll(/\b(?:import|require)\(\s*"([^"]+)"\s*\)/g)) specs.push(m[1]!);
+  const out = new Set<string>();
+  for (const spec of specs) {
+    const pkg = packageOf(spec);
+    if (pkg) out.add(pkg);
+  }
+  return out;
 }

@@ -334,7 +334,7 @@ spec:
 {{- end -}}
 
 {{/*
-The migration hook Job of a component with a database: `node src/migrate.ts` from the service's
+The migration hook Job of a component with a database: `node dist/migrate.js` from the service's
 own image, before install and before every upgrade (so new code never meets an old schema). It
 reads only the database Secret: the chart's ConfigMaps do not exist yet when pre-install hooks run.
 */}}
@@ -371,7 +371,7 @@ spec:
         - name: migrate
           image: {{ include "gg.image" . | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
-          command: ["node", "src/migrate.ts"]
+          command: ["node", "dist/migrate.js"]
           env:
             - name: LOG_LEVEL
               value: {{ $root.Values.logLevel | quote }}
