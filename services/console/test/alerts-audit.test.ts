@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '../src/members/roles.ts';
 import { InjectBrowser } from './browser.ts';
 import { FakeBilling } from './fake-billing.ts';
-import { FakeClock, TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
+import { FakeClock, TEST_ORIGIN as ORIGIN, openTestApp } from './support.ts';
 
 const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
 const PASSWORD = 'a long enough passphrase';
@@ -19,15 +19,12 @@ describe('alerts page, the crossed-alert banner, the audit page and the console 
   const other = randomUUID();
 
   beforeAll(async () => {
-    orm = await testOrm();
     billing.addAccount(account, 'Alpha');
     billing.addAccount(other, 'Beta');
     billing.nowMs = () => clock.ms;
-    ({ app } = await testApp(orm, billing, { adminToken: ADMIN_TOKEN, now: clock.now }));
-  });
-  afterAll(async () => {
-    await app?.close();
-    await orm?.close();
+    const opened = await openTestApp(billing, { adminToken: ADMIN_TOKEN, now: clock.now });
+    ({ orm, app } = opened);
+    return opened.close;
   });
 
   const operator = async (path: string, body: Record<string, unknown>, headers: Record<string, string> = {}) => {

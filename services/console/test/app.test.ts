@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { InjectBrowser } from './browser.ts';
 import { FakeBilling, type FakeKey } from './fake-billing.ts';
-import { TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
+import { TEST_ORIGIN as ORIGIN, openTestApp } from './support.ts';
 
 const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
 /** The request ids of an activity page's rows, in order. */
@@ -12,7 +11,6 @@ const ids = (body: string) => [...body.matchAll(/data-request-id="([^"]+)"/g)].m
 const PASSWORD = 'a long enough passphrase';
 
 describe('console app (inject, real Postgres, billing faked)', () => {
-  let orm: MikroORM;
   let app: FastifyInstance;
   const billing = new FakeBilling();
   const accountA = randomUUID();
@@ -21,16 +19,13 @@ describe('console app (inject, real Postgres, billing faked)', () => {
   let keyB: FakeKey;
 
   beforeAll(async () => {
-    orm = await testOrm();
     billing.addAccount(accountA, 'Alpha');
     billing.addAccount(accountB, 'Beta');
     keyA = billing.addKey(accountA, 'alpha-prod');
     keyB = billing.addKey(accountB, 'beta-prod');
-    ({ app } = await testApp(orm, billing, { adminToken: ADMIN_TOKEN }));
-  });
-  afterAll(async () => {
-    await app?.close();
-    await orm?.close();
+    const opened = await openTestApp(billing, { adminToken: ADMIN_TOKEN });
+    ({ app } = opened);
+    return opened.close;
   });
 
   const admin = (body: unknown, token = ADMIN_TOKEN) =>

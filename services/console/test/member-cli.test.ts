@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { FakeBilling } from './fake-billing.ts';
-import { testApp, testOrm } from './support.ts';
+import { openTestApp } from './support.ts';
 
 const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
 const CLI = join(import.meta.dirname, '../../../packages/admin-cli/src/main.ts');
@@ -24,14 +24,11 @@ describe('pnpm admin member add / list / role / remove', () => {
   const account = randomUUID();
 
   beforeAll(async () => {
-    orm = await testOrm();
     billing.addAccount(account, 'Alpha');
-    ({ app } = await testApp(orm, billing, { adminToken: ADMIN_TOKEN }));
+    const opened = await openTestApp(billing, { adminToken: ADMIN_TOKEN });
+    ({ orm, app } = opened);
     url = await app.listen({ host: '127.0.0.1', port: 0 });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await orm?.close();
+    return opened.close;
   });
 
   async function admin(...args: string[]): Promise<{ code: number; out: Record<string, unknown> }> {

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Members } from '../src/members/members.ts';
 import { InjectBrowser } from './browser.ts';
 import { FakeBilling } from './fake-billing.ts';
 import { SoftAuthenticator } from './soft-authenticator.ts';
-import { FakeClock, TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
+import { FakeClock, TEST_ORIGIN as ORIGIN, openTestApp } from './support.ts';
 
 const PASSWORD = 'a long enough passphrase';
 const MIN = 60_000;
@@ -40,13 +40,10 @@ describe('passkeys in the console: account page, sign-in, re-authentication, the
   const account = randomUUID();
 
   beforeAll(async () => {
-    orm = await testOrm();
     billing.addAccount(account, 'Alpha');
-    ({ app, members } = await testApp(orm, billing, { now: clock.now }));
-  });
-  afterAll(async () => {
-    await app?.close();
-    await orm?.close();
+    const opened = await openTestApp(billing, { now: clock.now });
+    ({ orm, app, members } = opened);
+    return opened.close;
   });
 
   async function newMember(role: 'owner' | 'developer' = 'owner', accountId = account) {

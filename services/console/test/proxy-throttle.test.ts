@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Members } from '../src/members/members.ts';
 import { InjectBrowser } from './browser.ts';
 import { FakeBilling } from './fake-billing.ts';
-import { TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
+import { TEST_ORIGIN as ORIGIN, openTestApp } from './support.ts';
 
 /** The ingress, as the console sees its peer: a private address, trusted as `uniquelocal`. */
 const INGRESS = '10.0.0.5';
@@ -14,20 +13,16 @@ const INGRESS = '10.0.0.5';
 // rightmost X-Forwarded-For entry it appended), not what the client wrote to the left of it,
 // and not the ingress itself.
 describe('sign-in throttling behind an ingress (CONSOLE_TRUST_PROXY=uniquelocal, two free failures per IP, the third checked, then delays)', () => {
-  let orm: MikroORM;
   let app: FastifyInstance;
   let members: Members;
   const billing = new FakeBilling();
   const account = randomUUID();
 
   beforeAll(async () => {
-    orm = await testOrm();
     billing.addAccount(account, 'Alpha');
-    ({ app, members } = await testApp(orm, billing, { throttle: { freePerEmail: 100, freePerIp: 2 }, trustProxy: ['uniquelocal'] }));
-  });
-  afterAll(async () => {
-    await app?.close();
-    await orm?.close();
+    const opened = await openTestApp(billing, { throttle: { freePerEmail: 100, freePerIp: 2 }, trustProxy: ['uniquelocal'] });
+    ({ app, members } = opened);
+    return opened.close;
   });
 
   /** A sign-in through the ingress; `forwarded` is the X-Forwarded-For it passes on. */

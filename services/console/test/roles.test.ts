@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { guardedBilling } from '../src/billing/guard.ts';
 import { ForbiddenError, ROLES, type Role } from '../src/members/roles.ts';
 import { InjectBrowser } from './browser.ts';
 import { FakeBilling } from './fake-billing.ts';
-import { TEST_ORIGIN as ORIGIN, testApp, testOrm } from './support.ts';
+import { TEST_ORIGIN as ORIGIN, openTestApp, testApp } from './support.ts';
 
 const ADMIN_TOKEN = 'admin-token-of-at-least-thirty-two-characters';
 const PASSWORD = 'a long enough passphrase';
@@ -30,14 +30,11 @@ describe('roles: owner, admin, developer, viewer against every page, form and bi
   const other = randomUUID();
 
   beforeAll(async () => {
-    orm = await testOrm();
     billing.addAccount(account, 'Alpha');
     billing.addAccount(other, 'Beta');
-    ({ app } = await testApp(orm, billing, { adminToken: ADMIN_TOKEN }));
-  });
-  afterAll(async () => {
-    await app?.close();
-    await orm?.close();
+    const opened = await openTestApp(billing, { adminToken: ADMIN_TOKEN });
+    ({ orm, app } = opened);
+    return opened.close;
   });
 
   const operator = async (path: string, body: Record<string, unknown>) => {

@@ -83,3 +83,23 @@ export async function testApp(
   const app = await buildApp(deps);
   return { app, sessions, members, deps };
 }
+
+/**
+ * {@link testApp} on an ORM of its own, with `close` ending both: the set-up of a suite, whose
+ * `beforeAll` returns `close` so that vitest runs it after the suite.
+ */
+export async function openTestApp(
+  billing: FakeBilling,
+  opts: Parameters<typeof testApp>[2] = {},
+): Promise<Awaited<ReturnType<typeof testApp>> & { orm: MikroORM; close: () => Promise<void> }> {
+  const orm = await testOrm();
+  const opened = await testApp(orm, billing, opts);
+  return {
+    ...opened,
+    orm,
+    close: async () => {
+      await opened.app.close();
+      await orm.close();
+    },
+  };
+}

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TotpCodes } from '../src/auth/totp.ts';
 import type { Members } from '../src/members/members.ts';
 import { InjectBrowser } from './browser.ts';
 import { FakeBilling } from './fake-billing.ts';
-import { FakeClock, TEST_ORIGIN as ORIGIN, testApp, testHmac, testOrm } from './support.ts';
+import { FakeClock, TEST_ORIGIN as ORIGIN, testHmac, openTestApp } from './support.ts';
 
 const PASSWORD = 'a long enough passphrase';
 const MIN = 60_000;
@@ -21,13 +21,10 @@ describe('two-step sign-in (TOTP) and re-authentication before creating a key', 
   const codes = new TotpCodes(testHmac());
 
   beforeAll(async () => {
-    orm = await testOrm();
     billing.addAccount(account, 'Alpha');
-    ({ app, members } = await testApp(orm, billing, { now: clock.now }));
-  });
-  afterAll(async () => {
-    await app?.close();
-    await orm?.close();
+    const opened = await openTestApp(billing, { now: clock.now });
+    ({ orm, app, members } = opened);
+    return opened.close;
   });
 
   async function signIn(email: string, password = PASSWORD) {
