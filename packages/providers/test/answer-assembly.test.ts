@@ -21,13 +21,21 @@ function streaming(events: SseEvent[]): ProviderAdapter {
   };
 }
 
+/** Chat logprobs of one token. */
+const lp = (token: string) => ({ content: [{ token, logprob: -0.5, bytes: [...Buffer.from(token)], top_logprobs: [] }], refusal: null });
+/** Anthropic content block events. */
+const blockDelta = (index: number, d: object) => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: d } });
+const start = (index: number, block: object) => ({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: block } });
+const stop = (index: number) => ({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+/** A Gemini chunk of one candidate. */
+const geminiChunk = (parts: object[], extra: object = {}) => ({ data: { candidates: [{ content: { parts, role: 'model' }, index: 0, ...extra }], modelVersion: 'gemini-2.5', responseId: 'r1' } });
+
 const rebuilt = (dialect: TextDialect, events: SseEvent[]) => textAnswerFromStream(streaming(events), dialect, { model: 'm' }, {});
 
 describe('a complete answer rebuilt from provider streams', () => {
   it('chat: choices by index, logprobs, parallel tool calls, usage; stream-only fields left out', async () => {
     const head = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 7, model: 'gpt-4o', service_tier: 'default', system_fingerprint: 'fp_1', obfuscation: 'xyz' };
     const chunk = (index: number, delta: object, extra: object = {}) => ({ data: { ...head, choices: [{ index, delta, logprobs: null, finish_reason: null, ...extra }] } });
-    const lp = (token: string) => ({ content: [{ token, logprob: -0.5, bytes: [...Buffer.from(token)], top_logprobs: [] }], refusal: null });
     const answer = await rebuilt('chat', [
       chunk(0, { role: 'assistant', content: '', refusal: null }, { logprobs: { content: [], refusal: null } }),
       chunk(1, { role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'f', arguments: '' } }], refusal: null }),
@@ -71,9 +79,6 @@ describe('a complete answer rebuilt from provider streams', () => {
   });
 
   it('messages: server tool blocks, citations, thinking with its signature, the final usage over the first', async () => {
-    const delta = (index: number, d: object) => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: d } });
-    const start = (index: number, block: object) => ({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: block } });
-    const stop = (index: number) => ({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
     const result = { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [{ type: 'web_search_result', url: 'https://a.example', title: 'A', encrypted_content: 'e', page_age: null }] };
     const citation = { type: 'web_search_result_location', url: 'https://a.example', title: 'A', encrypted_index: 'i', cited_text: 'c' };
     const answer = await rebuilt('messages', [
@@ -83,20 +88,20 @@ describe('a complete answer rebuilt from provider streams', () => {
       },
       { event: 'ping', data: { type: 'ping' } },
       start(0, { type: 'thinking', thinking: '', signature: '' }),
-      delta(0, { type: 'thinking_delta', thinking: 'Search ' }),
-      delta(0, { type: 'thinking_delta', thinking: 'first.' }),
-      delta(0, { type: 'signature_delta', signature: 'sig==' }),
+      blockDelta(0, { type: 'thinking_delta', thinking: 'Search ' }),
+      blockDelta(0, { type: 'thinking_delta', thinking: 'first.' }),
+      blockDelta(0, { type: 'signature_delta', signature: 'sig==' }),
       stop(0),
       start(1, { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} }),
-      delta(1, { type: 'input_json_delta', partial_json: '{"query": ' }),
-      delta(1, { type: 'input_json_delta', partial_json: '"lighthouses"}' }),
+      blockDelta(1, { type: 'input_json_delta', partial_json: '{"query": ' }),
+      blockDelta(1, { type: 'input_json_delta', partial_json: '"lighthouses"}' }),
       stop(1),
       start(2, result),
       stop(2),
       start(3, { type: 'text', text: '' }),
-      delta(3, { type: 'citations_delta', citation }),
-      delta(3, { type: 'text_delta', text: 'Tall ' }),
-      delta(3, { type: 'text_delta', text: 'towers.' }),
+      blockDelta(3, { type: 'citations_delta', citation }),
+      blockDelta(3, { type: 'text_delta', text: 'Tall ' }),
+      blockDelta(3, { type: 'text_delta', text: 'towers.' }),
       stop(3),
       start(4, { type: 'tool_use', id: 'toolu_1', name: 'noop', input: {} }),
       stop(4),
@@ -122,12 +127,11 @@ describe('a complete answer rebuilt from provider streams', () => {
   });
 
   it('gemini: pieces of a thought join, pieces of the answer join, the signature stays on its part, the last usage counts', async () => {
-    const chunk = (parts: object[], extra: object = {}) => ({ data: { candidates: [{ content: { parts, role: 'model' }, index: 0, ...extra }], modelVersion: 'gemini-2.5', responseId: 'r1' } });
     const answer = await rebuilt('gemini', [
-      chunk([{ text: 'Let me ', thought: true }]),
-      chunk([{ text: 'think.', thought: true }]),
-      chunk([{ text: 'The ' }]),
-      chunk([{ text: 'answer.', thoughtSignature: 'c2ln' }], { finishReason: 'STOP' }),
+      geminiChunk([{ text: 'Let me ', thought: true }]),
+      geminiChunk([{ text: 'think.', thought: true }]),
+      geminiChunk([{ text: 'The ' }]),
+      geminiChunk([{ text: 'answer.', thoughtSignature: 'c2ln' }], { finishReason: 'STOP' }),
       { data: { candidates: [{ content: { parts: [{ text: '' }], role: 'model' }, index: 0, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 5, totalTokenCount: 8 }, modelVersion: 'gemini-2.5', responseId: 'r1' } },
     ]);
     expect(answer).toEqual({
