@@ -1,7 +1,8 @@
 import { defineEntity, p } from '@mikro-orm/postgresql';
 
 // Media's tables, all in the `media` schema. Status changes are conditional updates (see
-// domain/image-jobs.ts); the constraints and the Idempotency-Key index live in the migration.
+// domain/image-jobs.ts); the constraints live in the migrations. Idempotency-Key claims are in
+// `idempotency_claim`, read and written by service-kit's claim functions (no entity).
 
 /**
  * One image generation or edit. `running` from BeginImageJob until FinishImageJob (`succeeded`)
@@ -15,8 +16,11 @@ const ImageJobSchema = defineEntity({
     id: p.text().primary(),
     accountId: p.text(),
     operation: p.text(),
+    /**
+     * The key the job was begun with (its result is kept only then). With `bodyHash`, also what the
+     * previous release claimed keys by (its unique index): written until a later release drops them.
+     */
     idempotencyKey: p.text().nullable(),
-    /** SHA-256 of the request body, compared with a later use of the same key. */
     bodyHash: p.blob().nullable(),
     status: p.text(),
     provider: p.text().nullable(),
