@@ -1,8 +1,8 @@
 import { crc32, deflateSync } from 'node:zlib';
-import { GatewayError } from '@gw/errors';
 import { describe, expect, it } from 'vitest';
 import { sniffImageType } from '@gw/image-types';
 import { decodeImageInput, MAX_IMAGE_BASE64_CHARS, MAX_IMAGE_BYTES } from '../src/generation/image-input.ts';
+import { refusal } from './support/refusal.ts';
 
 /** A real 1x1 greyscale PNG: signature, IHDR, IDAT, IEND, with their CRCs. */
 const PNG = png1x1();
@@ -28,16 +28,6 @@ function png1x1(): Buffer {
     pngChunk('IDAT', deflateSync(Buffer.from([0, 0x80]))),
     pngChunk('IEND', Buffer.alloc(0)),
   ]);
-}
-
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error('expected a refusal');
 }
 
 describe('sniffImageType', () => {

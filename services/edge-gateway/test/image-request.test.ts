@@ -1,21 +1,11 @@
-import { GatewayError } from '@gw/errors';
 import { billingV1 } from '@gw/contracts';
 import { describe, expect, it } from 'vitest';
 import { MAX_IMAGE_BASE64_CHARS } from '../src/generation/image-input.ts';
 import { assertSizeFits, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../src/generation/image-request.ts';
 import type { ResolvedModel } from '../src/state/catalog-cache.ts';
+import { refusal } from './support/refusal.ts';
 
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01]);
-
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error('expected a refusal');
-}
 
 function model(imageSizes: string[]): ResolvedModel {
   return {
