@@ -12,8 +12,8 @@
  * it, read `translator.usage()` (the upstream's usage; undefined = success without usage), then add
  * billing with {@link attachService} and send it and whatever follows.
  */
-import type { Dialect, OutputEvent, RequestOptions, ResponseContext, StreamFailure, Usage } from './ir.ts';
-import { isRecord, num, rec, str, type Json } from './json.ts';
+import type { Dialect, RequestOptions, ResponseContext, Usage } from './ir.ts';
+import { isRecord, type Json } from './json.ts';
 import { CODECS } from './codecs.ts';
 import { maxOutputTokens } from './estimate.ts';
 import { applyPassthroughPolicy } from './passthrough-policy.ts';
@@ -24,6 +24,7 @@ export { TranslateError } from './errors.ts';
 export { REMOVED_TOOLS_HEADER } from './hosted-tools.ts';
 export { applyPassthroughPolicy, PASSTHROUGH_POLICY, PROTOTYPE_KEYS } from './passthrough-policy.ts';
 export { createStreamTranslator, type StreamTranslator } from './stream.ts';
+export { streamFailureEvents } from './failure.ts';
 export { validateRequest, withoutNullFields } from './validate.ts';
 export { estimateInputTokensUpperBound, maxOutputTokens, IMAGE_TOKEN_ALLOWANCE, REQUEST_TOKEN_ALLOWANCE } from './estimate.ts';
 
@@ -42,8 +43,8 @@ const OPENAI_SHARED_FIELDS = ['user', 'metadata', 'store', 'service_tier', 'prom
 /**
  * A request body in `from` → a body for an upstream speaking `to`, naming `opts.upstreamModel`
  * (gemini bodies carry no model: it goes in the URL). Same dialect: the body unchanged but for
- * `model`, `stream` set to `opts.stream`, chat streams asking for usage (`stream_options`) and
- * the output cap. A request that names no cap gets `opts.defaultMaxOutputTokens` in every
+ * `model` and the output cap. `stream` is the provider adapter's to set, as the call it makes is
+ * streamed or not. A request that names no cap gets `opts.defaultMaxOutputTokens` in every
  * dialect: the hold assumes that cap, so the provider must not write past it.
  */
 export function translateRequest(from: Dialect, to: Dialect, body: Json, opts: RequestOptions): Json {
@@ -72,13 +73,9 @@ export function prepareRequest(from: Dialect, to: Dialect, body: Json, opts: Req
       return { body: applyPassthroughPolicy(to, out), removedTools };
     }
     out.model = opts.upstreamModel;
-    if (opts.stream) out.stream = true;
-    else if ('stream' in out) out.stream = false;
-    if (to === 'chat' && opts.stream) out.stream_options = { ...(isRecord(body.stream_options) ? body.stream_options : {}), include_usage: true };
     return { body: applyPassthroughPolicy(to, out), removedTools };
   }
   const ir = CODECS[from].parseRequest(body);
-  ir.stream = opts.stream;
   ir.maxOutputTokens ??= opts.defaultMaxOutputTokens;
   const out = CODECS[to].emitRequest(ir, opts);
   const openaiPair = (from === 'chat' && to === 'responses') || (from === 'responses' && to === 'chat');
@@ -115,19 +112,6 @@ export function translateResponse(from: Dialect, to: Dialect, body: Json, ctx: R
   return CODECS[to].emitResponse(CODECS[from].parseResponse(body, ctx), ctx);
 }
 
-/**
- * The client dialect's error event(s) for a stream that broke after its events were forwarded as
- * they came, `first` and `last` being the first and last of them (parsed; none if none went out).
- * Responses events continue the stream: the next sequence number, the response it created.
- */
-export function streamFailureEvents(dialect: Dialect, failure: StreamFailure, first?: unknown, last?: unknown): OutputEvent[] {
-  const created = rec(rec(first).response);
-  // A created response echoes the request's settings under the request's own field names.
-  const ctx: ResponseContext = { id: str(created.id) ?? '', model: str(created.model) ?? '', created: num(created.created_at) ?? 0, request: created };
-  const sequence = num(rec(last).sequence_number);
-  return CODECS[dialect].errorEvents(failure, ctx, sequence === undefined ? 0 : sequence + 1);
-}
-
 /** Usage of a non-streaming response body; undefined when it reports none. */
 export function extractUsage(dialect: Dialect, body: Json): Usage | undefined {
   return CODECS[dialect].readUsage(body);
@@ -144,3 +128,42 @@ export function attachService(dialect: Dialect, data: Json, service: Json): Json
   }
   return { ...data, service };
 }
+
+/**
+ * `attachService(dialect, data, service)` as JSON text, without the service's value: the caller
+ * inserts the serialised `service` object at `at` (a UTF-16 index into `json`). So the text
+ * service serialises a usage-bearing event once, and the gateway adds its `service` object after
+ * settling without parsing the event again. Filled, it is byte for byte what `JSON.stringify`
+ * gives for the whole, but where the upstream sent a `service` field of its own: that one is
+ * dropped and ours goes last.
+ */
+export function serviceSlot(dialect: Dialect, data: Json): { json: string; at: number } {
+  if (dialect === 'responses' && typeof data.type === 'string' && isRecord(data.response)) {
+    const inner = slotLast(data.response);
+    // `response` keeps its place among the event's fields; the slot goes at its end.
+    let json = '{';
+    let at = -1;
+    for (const [key, value] of Object.entries(data)) {
+      if (key !== 'response' && !serialisable(value)) continue;
+      if (json.length > 1) json += ',';
+      json += `${JSON.stringify(key)}:`;
+      if (key === 'response') {
+        at = json.length + inner.at;
+        json += inner.json;
+      } else json += JSON.stringify(value);
+    }
+    return { json: `${json}}`, at };
+  }
+  return slotLast(data);
+}
+
+/** `{...data, service}` as JSON without the service's value, and where that value goes. */
+function slotLast(data: Json): { json: string; at: number } {
+  const { service: _replaced, ...rest } = data;
+  const body = JSON.stringify(rest);
+  const head = `${body.slice(0, -1)}${body.length > 2 ? ',' : ''}"service":`;
+  return { json: `${head}}`, at: head.length };
+}
+
+/** A value `JSON.stringify` writes as an object field (it leaves out the rest). */
+const serialisable = (value: unknown): boolean => value !== undefined && typeof value !== 'function' && typeof value !== 'symbol';

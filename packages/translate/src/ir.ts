@@ -126,7 +126,6 @@ export interface IrRequest {
   responseFormat?: ResponseFormat;
   /** OpenAI's reasoning effort (chat `reasoning_effort`, responses `reasoning.effort`). */
   reasoningEffort?: string;
-  stream: boolean;
   /**
    * Tools of the request that were not sent (hosted tools the target cannot run, or that would
    * cost the gateway money it does not bill), by the name or type the client gave them.
@@ -181,9 +180,12 @@ export interface ResponseContext {
   inputTokens?: number;
 }
 
+/**
+ * How a request is translated. Whether it streams is not among them: the provider adapter that
+ * makes the call sets `stream` (and chat's `stream_options.include_usage`, which billing needs).
+ */
 export interface RequestOptions {
   upstreamModel: string;
-  stream: boolean;
   /**
    * The output cap sent when the request names none (the caller's hold assumes it); without it,
    * only the messages dialect, which requires a cap, gets its default.

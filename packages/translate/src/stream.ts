@@ -1,5 +1,6 @@
 /** Stream translation: a dialect's parser feeding another dialect's emitter, or a passthrough. */
 import { CODECS } from './codecs.ts';
+import { streamFailureEvents } from './failure.ts';
 import type { Dialect, OutputEvent, ResponseContext, SseEvent, StreamEvent, StreamFailure, Usage } from './ir.ts';
 import { isRecord, num, rec, str } from './json.ts';
 
@@ -15,8 +16,11 @@ export interface StreamTranslator {
    */
   usage(): Usage | undefined;
   /**
-   * The upstream failed (connection broken, timeout, …): the client dialect's error event(s). After
-   * a finish or an error the translator is closed and produces nothing more.
+   * The client dialect's error event(s) for a stream that fails after what the caller forwarded as
+   * it came: every event before the usage-bearing one (which the caller holds until it is billed,
+   * with whatever follows it). Responses events continue that stream: its response, its next
+   * sequence number. Also after the upstream finished, for a failure of the caller's own (its
+   * billing). Renders only: the translator is not closed by it.
    */
   fail(failure: StreamFailure): OutputEvent[];
 }
@@ -46,7 +50,10 @@ function withModel(dialect: Dialect, data: unknown, model: string): unknown {
  * chat (servers may repeat usage on many chunks) and gemini (every chunk has usage), so the latest
  * candidate is held back one event.
  */
-function createPassthrough(dialect: Dialect, ctx: ResponseContext): StreamTranslator {
+/** A translator before `fail`, which `createStreamTranslator` adds for every kind alike. */
+type Translating = Omit<StreamTranslator, 'fail'>;
+
+function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating {
   const codec = CODECS[dialect];
   const parser = codec.createStreamParser(ctx);
   let held: OutputEvent | undefined;
@@ -135,11 +142,10 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): StreamTransl
       }
     },
     usage: () => (finished ? parser.usage() : undefined),
-    fail: (failure) => (closed ? [] : failWith(failure)),
   };
 }
 
-function createTranslation(from: Dialect, to: Dialect, ctx: ResponseContext): StreamTranslator {
+function createTranslation(from: Dialect, to: Dialect, ctx: ResponseContext): Translating {
   const parser = CODECS[from].createStreamParser(ctx);
   const emitter = CODECS[to].createStreamEmitter(ctx);
   let finished = false;
@@ -152,10 +158,33 @@ function createTranslation(from: Dialect, to: Dialect, ctx: ResponseContext): St
     push: (event) => emit(parser.push(event)),
     end: () => [...emit(parser.end()), ...emitter.end()],
     usage: () => (finished ? parser.usage() : undefined),
-    fail: (failure) => emitter.push({ type: 'error', ...failure }),
   };
 }
 
+/** An event's data as a failure event reads it: a JSON object, or nothing (`[DONE]`). */
+const jsonData = (data: unknown): unknown => (typeof data === 'string' ? undefined : data);
+
 export function createStreamTranslator(from: Dialect, to: Dialect, ctx: ResponseContext): StreamTranslator {
-  return from === to ? createPassthrough(from, ctx) : createTranslation(from, to, ctx);
+  const inner = from === to ? createPassthrough(from, ctx) : createTranslation(from, to, ctx);
+  // The first and last events forwarded as they came (before the usage-bearing one): what a
+  // failure event continues. Kept as the objects they are, never read back from the wire.
+  let first: unknown;
+  let last: unknown;
+  let forwarded = 0;
+  let billed = false;
+  const noted = (events: OutputEvent[]): OutputEvent[] => {
+    for (const event of events) {
+      billed ||= event.carriesUsage === true;
+      if (billed) break;
+      if (forwarded++ === 0) first = jsonData(event.data);
+      last = jsonData(event.data);
+    }
+    return events;
+  };
+  return {
+    push: (event) => noted(inner.push(event)),
+    end: () => noted(inner.end()),
+    usage: () => inner.usage(),
+    fail: (failure) => streamFailureEvents(to, failure, first, last),
+  };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { prepareRequest, TranslateError, translateRequest, type Dialect } from '../src/index.ts';
 
-const OPTS = { upstreamModel: 'up', stream: false };
+const OPTS = { upstreamModel: 'up' };
 const chat = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
 const messages = { model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] };
 const responses = { model: 'm', input: 'hi' };

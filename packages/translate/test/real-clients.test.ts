@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createStreamTranslator, prepareRequest, translateRequest, translateResponse, type Dialect, type OutputEvent } from '../src/index.ts';
 import { CTX } from './fixtures.ts';
 
-const OPTS = { upstreamModel: 'upstream-model', stream: false };
+const OPTS = { upstreamModel: 'upstream-model' };
 const SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
 
 /** A Claude Code request: a system turn after the first user turn, adaptive thinking, effort, a deferred tool, a server tool. */
@@ -34,7 +34,7 @@ const CLAUDE_CODE = {
 
 describe('/messages as Claude Code sends it', () => {
   it('passes through unchanged to a messages provider: system turns, thinking, effort, deferred and server tools', () => {
-    const { body, removedTools } = prepareRequest('messages', 'messages', CLAUDE_CODE, { ...OPTS, stream: true });
+    const { body, removedTools } = prepareRequest('messages', 'messages', CLAUDE_CODE, OPTS);
     expect(body).toEqual({ ...CLAUDE_CODE, model: 'upstream-model' });
     expect(removedTools).toEqual([]);
   });

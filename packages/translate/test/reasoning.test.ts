@@ -70,7 +70,7 @@ function messagesNextTurn(assistant: Body[]): Body {
 }
 
 const geminiModelTurn = (body: Body, model = 'gemini-2.5-flash') =>
-  (translateRequest('messages', 'gemini', body, { upstreamModel: model, stream: false }).contents as Array<{ role: string; parts: Body[] }>).find(
+  (translateRequest('messages', 'gemini', body, { upstreamModel: model }).contents as Array<{ role: string; parts: Body[] }>).find(
     (c) => c.role === 'model',
   )!.parts;
 
@@ -136,7 +136,7 @@ function responsesNextTurn(output: Body[]): Body {
 }
 
 const claudeAssistantTurn = (body: Body) =>
-  (translateRequest('responses', 'messages', body, { upstreamModel: 'claude-sonnet-4-5', stream: false }).messages as Array<{ role: string; content: unknown }>).find(
+  (translateRequest('responses', 'messages', body, { upstreamModel: 'claude-sonnet-4-5' }).messages as Array<{ role: string; content: unknown }>).find(
     (m) => m.role === 'assistant',
   )!.content;
 
@@ -202,7 +202,7 @@ describe('Gemini thinking to a responses client and back', () => {
     const output = out.output as Body[];
     expect(output.map((i) => i.type)).toEqual(['reasoning', 'message', 'reasoning', 'function_call']);
     expect(output[2]).toEqual({ id: 'rs_gen_1_2', type: 'reasoning', summary: [], encrypted_content: GEMINI_SEALED });
-    const body = translateRequest('responses', 'gemini', responsesNextTurn(output), { upstreamModel: 'gemini-3-pro-preview', stream: false });
+    const body = translateRequest('responses', 'gemini', responsesNextTurn(output), { upstreamModel: 'gemini-3-pro-preview' });
     const model = (body.contents as Array<{ role: string; parts: Body[] }>).find((c) => c.role === 'model')!;
     expect(model.parts).toEqual([{ text: 'Let me check.' }, { functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: 'CiQB0e2Kb' }]);
   });
@@ -238,10 +238,7 @@ describe('a reasoning proof goes back only to the provider that made it', () => 
   it('a chat client sees no reasoning, and a chat upstream gets none', () => {
     const out = translateResponse('messages', 'chat', UPSTREAM_RESPONSES.messages, CTX) as { choices: Array<{ message: Body }> };
     expect(out.choices[0]!.message.content).toBe('Let me check.');
-    const body = translateRequest('messages', 'chat', messagesNextTurn([{ type: 'thinking', thinking: 'x', signature: 'EqQB' }, { type: 'text', text: 'Hi' }]), {
-      upstreamModel: 'gpt',
-      stream: false,
-    });
+    const body = translateRequest('messages', 'chat', messagesNextTurn([{ type: 'thinking', thinking: 'x', signature: 'EqQB' }, { type: 'text', text: 'Hi' }]), { upstreamModel: 'gpt' });
     expect(JSON.stringify(body)).not.toMatch(/thinking|EqQB/);
   });
 });

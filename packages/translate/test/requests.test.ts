@@ -4,7 +4,7 @@ import { CODECS } from '../src/codecs.ts';
 import type { IrRequest } from '../src/ir.ts';
 import { DIALECTS, PNG, REQUESTS } from './fixtures.ts';
 
-const OPTS = { upstreamModel: 'upstream-model', stream: false };
+const OPTS = { upstreamModel: 'upstream-model' };
 
 /**
  * What translating `REQUESTS[from]` into `to` must give: `REQUESTS[to]`, except where the source
@@ -71,31 +71,32 @@ describe('translateRequest within one dialect', () => {
     expect(out.model).toBe(dialect === 'gemini' ? undefined : 'upstream-model');
   });
 
-  it('asks a chat upstream for usage in streams, keeping other stream options', () => {
+  it("leaves the client's stream fields as they are: the provider adapter sets them for its call", () => {
     const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_obfuscation: false } };
-    expect(translateRequest('chat', 'chat', body, { upstreamModel: 'u', stream: true })).toEqual({
-      model: 'u',
-      messages: [{ role: 'user', content: 'hi' }],
-      stream: true,
-      stream_options: { include_obfuscation: false, include_usage: true },
-    });
+    expect(translateRequest('chat', 'chat', body, { upstreamModel: 'u' })).toEqual({ ...body, model: 'u' });
   });
 
   it('does not mutate the caller body', () => {
     const body = structuredClone(REQUESTS.chat);
-    translateRequest('chat', 'chat', body, { upstreamModel: 'u', stream: true });
-    translateRequest('chat', 'messages', body, { upstreamModel: 'u', stream: true });
+    translateRequest('chat', 'chat', body, { upstreamModel: 'u' });
+    translateRequest('chat', 'messages', body, { upstreamModel: 'u' });
     expect(body).toEqual(REQUESTS.chat);
   });
 });
 
 describe('translateRequest details', () => {
-  it('streams: sets stream on every target, and chat targets ask for usage', () => {
-    const opts = { upstreamModel: 'u', stream: true };
-    expect(translateRequest('messages', 'chat', REQUESTS.messages, opts)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
-    expect(translateRequest('chat', 'messages', REQUESTS.chat, opts)).toMatchObject({ stream: true });
-    expect(translateRequest('chat', 'responses', REQUESTS.chat, opts)).toMatchObject({ stream: true });
-    expect(translateRequest('chat', 'gemini', REQUESTS.chat, opts)).not.toHaveProperty('stream');
+  it('a translated body says nothing of streaming, even from a streamed request: the provider adapter sets it for its call', () => {
+    const opts = { upstreamModel: 'u' };
+    const streamed = { messages: { ...REQUESTS.messages, stream: true }, chat: { ...REQUESTS.chat, stream: true, stream_options: { include_usage: true } } };
+    for (const out of [
+      translateRequest('messages', 'chat', streamed.messages, opts),
+      translateRequest('chat', 'messages', streamed.chat, opts),
+      translateRequest('chat', 'responses', streamed.chat, opts),
+      translateRequest('chat', 'gemini', streamed.chat, opts),
+    ]) {
+      expect(out).not.toHaveProperty('stream');
+      expect(out).not.toHaveProperty('stream_options');
+    }
   });
 
   it('gives messages a max_tokens when the request has none: the caller default, else 4096', () => {

@@ -264,7 +264,7 @@ describe('stream failures', () => {
     expect(out.map((e) => e.event)).toEqual(['message_start', 'error']);
   });
 
-  it('fail() ends the stream in the client protocol, continuing responses numbering', () => {
+  it('fail() renders the client protocol\'s error events after what was forwarded, continuing responses numbering', () => {
     const translator = createStreamTranslator('chat', 'responses', CTX);
     const sent = UPSTREAM_STREAMS.chat.slice(0, 3).flatMap((e) => translator.push(e));
     const failure = translator.fail({ message: 'upstream timed out', code: 'upstream_timeout' });
@@ -273,18 +273,20 @@ describe('stream failures', () => {
       ['response.failed', sent.length + 1],
     ]);
     expect((failure[0]!.data as { code: string }).code).toBe('upstream_timeout');
-    expect(translator.push(UPSTREAM_STREAMS.chat[3]!)).toEqual([]);
-    expect(translator.end()).toEqual([]);
+    expect((failure[1]!.data as { response: unknown }).response).toMatchObject({ id: CTX.id, model: CTX.model, status: 'failed' });
   });
 
-  it('fail() in passthrough continues the upstream numbering and is silent after the finish', () => {
+  it('fail() in passthrough continues the upstream numbering; after the finish it continues what came before the usage-bearing event', () => {
     const translator = createStreamTranslator('responses', 'responses', CTX);
     const upstream = UPSTREAM_STREAMS.responses;
     for (const event of upstream.slice(0, 5)) translator.push(event);
     expect((translator.fail({ message: 'x' })[0]!.data as { sequence_number: number }).sequence_number).toBe(5);
     const done = createStreamTranslator('responses', 'responses', CTX);
-    for (const event of upstream) done.push(event);
-    expect(done.fail({ message: 'x' })).toEqual([]);
+    const out = upstream.flatMap((event) => done.push(event));
+    const billed = out.findIndex((e) => e.carriesUsage);
+    // The caller holds the usage-bearing event until billed: a billing failure continues before it.
+    expect((done.fail({ message: 'x' })[0]!.data as { sequence_number: number }).sequence_number).toBe(billed);
+    expect(done.usage()).toBeDefined();
   });
 
   it('streamFailureEvents continues forwarded responses events as the translator itself would', () => {

@@ -6,6 +6,7 @@ import {
   IMAGE_TOKEN_ALLOWANCE,
   maxOutputTokens,
   REQUEST_TOKEN_ALLOWANCE,
+  serviceSlot,
   type Dialect,
 } from '../src/index.ts';
 import { PNG, REQUESTS, RESPONSES, UPSTREAM_RESPONSES, UPSTREAM_USAGE, USAGE } from './fixtures.ts';
@@ -108,5 +109,27 @@ describe('attachService', () => {
       response: { id: 'r', status: 'completed', service },
     });
     expect(event.response).not.toHaveProperty('service');
+  });
+});
+
+describe('serviceSlot', () => {
+  const service = { credit_charged: 3, balance_after: 997 };
+  /** The slot filled as the gateway fills it: the serialised service object spliced in. */
+  const filled = (slot: { json: string; at: number }) => `${slot.json.slice(0, slot.at)}${JSON.stringify(service)}${slot.json.slice(slot.at)}`;
+
+  it.each<[Dialect, Record<string, unknown>]>([
+    ['chat', { id: 'x', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 1 } }],
+    ['chat', {}],
+    ['messages', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 }, note: 'ünïcødé ✓ "quoted"' }],
+    ['responses', { type: 'response.completed', response: { id: 'r', status: 'completed', output: [] }, sequence_number: 9 }],
+    ['responses', { type: 'response.completed', response: {}, skipped: undefined }],
+    ['responses', { id: 'r', object: 'response', output: [] }],
+  ])('%s: the filled slot is byte for byte the JSON of attachService (%#)', (dialect, data) => {
+    expect(filled(serviceSlot(dialect, data))).toBe(JSON.stringify(attachService(dialect, data, service)));
+  });
+
+  it("replaces a service field the upstream sent, as attachService does", () => {
+    const filledJson = filled(serviceSlot('chat', { service: 'theirs', id: 'x' }));
+    expect(JSON.parse(filledJson)).toEqual(attachService('chat', { service: 'theirs', id: 'x' }, service));
   });
 });

@@ -143,7 +143,6 @@ function parseRequest(body: Json): IrRequest {
     frequencyPenalty: num(body.frequency_penalty),
     responseFormat: readResponseFormat(body.response_format),
     reasoningEffort: str(body.reasoning_effort),
-    stream: body.stream === true,
   };
 }
 
@@ -210,7 +209,7 @@ function writeResponseFormat(format: ResponseFormat | undefined): Json | undefin
   };
 }
 
-function emitRequest(req: IrRequest, opts: { upstreamModel: string; stream: boolean }): Json {
+function emitRequest(req: IrRequest, opts: { upstreamModel: string }): Json {
   const hasTools = req.tools.length > 0;
   return compact({
     model: opts.upstreamModel,
@@ -234,9 +233,6 @@ function emitRequest(req: IrRequest, opts: { upstreamModel: string; stream: bool
     frequency_penalty: req.frequencyPenalty,
     response_format: writeResponseFormat(req.responseFormat),
     reasoning_effort: req.reasoningEffort,
-    stream: opts.stream ? true : undefined,
-    // Usage only arrives in a stream when asked for; billing needs it.
-    stream_options: opts.stream ? { include_usage: true } : undefined,
   });
 }
 

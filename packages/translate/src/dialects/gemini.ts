@@ -117,7 +117,6 @@ function parseRequest(body: Json): IrRequest {
     presencePenalty: num(config.presencePenalty),
     frequencyPenalty: num(config.frequencyPenalty),
     responseFormat: readResponseFormat(config),
-    stream: false,
   };
 }
 

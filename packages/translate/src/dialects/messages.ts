@@ -208,7 +208,6 @@ function parseRequest(body: Json): IrRequest {
     topK: num(body.top_k),
     stop: strList(body.stop_sequences),
     responseFormat: readOutputFormat(body.output_config),
-    stream: body.stream === true,
   };
 }
 
@@ -281,7 +280,6 @@ function emitRequest(req: IrRequest, opts: RequestOptions): Json {
     top_k: req.topK,
     stop_sequences: req.stop,
     output_config: writeOutputFormat(req.responseFormat),
-    stream: opts.stream ? true : undefined,
   });
 }
 

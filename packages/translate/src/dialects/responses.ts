@@ -255,7 +255,6 @@ function parseRequest(body: Json): IrRequest {
     topP: num(body.top_p),
     responseFormat: readResponseFormat(body.text),
     reasoningEffort: str(rec(body.reasoning).effort),
-    stream: body.stream === true,
   };
 }
 
@@ -337,7 +336,6 @@ function emitRequest(req: IrRequest, opts: RequestOptions): Json {
     top_p: req.topP,
     text: writeResponseFormat(req.responseFormat),
     reasoning: req.reasoningEffort === undefined ? undefined : { effort: req.reasoningEffort },
-    stream: opts.stream ? true : undefined,
     // A client of another dialect never asked OpenAI to keep the conversation.
     store: false,
   });

@@ -1,13 +1,12 @@
 import { catalogV1, textV1 } from '@gw/contracts';
-import { create } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { GatewayError } from '@gw/errors';
 import {
   applyPassthroughPolicy,
-  attachService,
   estimateInputTokensUpperBound,
   maxOutputTokens,
+  prepareRequest,
   streamFailureEvents,
-  translateRequest,
   TranslateError,
   upstreamDialect,
   validateRequest,
@@ -24,10 +23,11 @@ import { holdFor, releaseHold, serviceObject, settleText, type Charge, type Hold
 type Json = Record<string, unknown>;
 export type ClientDialect = Exclude<Dialect, 'gemini'>;
 
-const PROTO_DIALECT: Record<ClientDialect, textV1.Dialect> = {
+const PROTO_DIALECT: Record<Dialect, textV1.Dialect> = {
   chat: textV1.Dialect.CHAT,
   messages: textV1.Dialect.MESSAGES,
   responses: textV1.Dialect.RESPONSES,
+  gemini: textV1.Dialect.GEMINI,
 };
 
 /** A whole answer may take the provider's full text deadline; streams are bounded by their output cap. */
@@ -75,44 +75,77 @@ export interface TextCall {
   endpoint: string;
   body: Json;
   model: ResolvedModel;
+  /** The request translated for the model's routes (`translateForRoutes`). */
+  translated: Translated;
   /** The client's `anthropic-beta` header (messages), '' when none. */
   anthropicBeta?: string;
 }
 
 const DIALECTS = new Set<string>(['chat', 'messages', 'responses', 'gemini']);
 
+/** A request translated once for every upstream dialect its model's routes speak. */
+export interface Translated {
+  /** One body per dialect (per upstream model for Gemini), as `GenerateRequest.upstream` carries them. */
+  upstream: Array<MessageInitShape<typeof textV1.UpstreamBodySchema>>;
+  /** The client's tools not sent to the model's providers (docs/hosted-tools.md): any route's. */
+  removedTools: string[];
+  /** The text service needs the client's body too (see `GenerateRequest.body`). */
+  needsClientBody: boolean;
+}
+
 /**
- * A body that no route of its model can be sent is refused now, as step 4 (`invalid_request`),
- * not after the hold, where the text service would find it and a client short of credits would
- * hear 402 first. A reference to provider-side state is refused for every route (the pass-through
- * policy, docs/clients-passthrough.md). Otherwise only when no route takes the body as it is: it
- * is then translated once per dialect its routes speak, and refused when every one fails.
- * Routes whose provider's dialects the catalog did not say are left to the text service.
+ * Step 4's last part: the body translated once for every dialect the model's routes speak (the
+ * same for a streamed and a complete answer: `stream` is the provider adapter's), which the text
+ * service sends as it is. A reference to provider-side state is refused for every route (the
+ * pass-through policy, docs/clients-passthrough.md). A body no route of its model can be sent is
+ * refused now (`invalid_request`), not after the hold, where the text service would find it and a
+ * client short of credits would hear 402 first: when no route takes the body as it is and every
+ * translation fails. Gemini's translation depends on the upstream model (thought signatures), so
+ * it is made per model; every other dialect's serves each of its routes (the text service sets
+ * the route's model).
+ *
+ * Fallback, where the text service translates for itself from the client's body (sent then): a
+ * route whose provider's dialects the catalog did not state, and a dialect whose translation
+ * failed while another route's succeeded (the text service refuses that route as this would).
+ * The responses protocol's answers echo the request's settings: its body is always sent.
  */
-export function assertTranslatable(dialect: ClientDialect, body: Json, model: ResolvedModel): void {
+export function translateForRoutes(dialect: ClientDialect, body: Json, model: ResolvedModel): Translated {
   try {
     applyPassthroughPolicy(dialect, { ...body });
   } catch (err) {
     if (err instanceof TranslateError) throw new GatewayError('invalid_request', err.message);
     throw err;
   }
-  const targets = new Set<Dialect>();
+  const targets = new Map<string, { to: Dialect; upstreamModel: string; perModel: boolean }>();
+  let undescribed = false;
   for (const route of model.routes) {
     const to = upstreamDialect(route.textDialects.filter((d): d is Dialect => DIALECTS.has(d)), dialect);
-    if (to === undefined || to === dialect) return;
-    targets.add(to);
+    if (to === undefined) {
+      undescribed = true;
+      continue;
+    }
+    const perModel = to === 'gemini';
+    const key = perModel ? `${to} ${route.upstreamModel}` : to;
+    if (!targets.has(key)) targets.set(key, { to, upstreamModel: route.upstreamModel, perModel });
   }
+  const cap = model.limits.maxOutputTokens;
+  const upstream: Translated['upstream'] = [];
+  const removed = new Set<string>();
   let refusal: TranslateError | undefined;
-  for (const to of targets) {
+  for (const { to, upstreamModel, perModel } of targets.values()) {
     try {
-      translateRequest(dialect, to, body, { upstreamModel: '', stream: body.stream === true });
-      return;
+      const out = prepareRequest(dialect, to, body, { upstreamModel, ...(cap > 0 ? { defaultMaxOutputTokens: cap } : {}) });
+      upstream.push({ dialect: PROTO_DIALECT[to], upstreamModel: perModel ? upstreamModel : '', body: Buffer.from(JSON.stringify(out.body)) });
+      for (const tool of out.removedTools) removed.add(tool);
     } catch (err) {
       if (!(err instanceof TranslateError)) throw err;
       refusal ??= err;
     }
   }
-  if (refusal) throw new GatewayError('invalid_request', refusal.message, refusal.details ? { details: refusal.details } : {});
+  if (refusal && upstream.length === 0 && !undescribed) {
+    throw new GatewayError('invalid_request', refusal.message, refusal.details ? { details: refusal.details } : {});
+  }
+  return { upstream, removedTools: [...removed], needsClientBody: undescribed || refusal !== undefined || dialect === 'responses' };
 }
 
 /**
@@ -124,21 +157,29 @@ export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialec
   const body = parse(request.body);
   const betas = dialect === 'messages' ? anthropicBeta(request) : '';
   const model = resolveModel(deps, request, body.model as string, endpoint);
-  assertTranslatable(dialect, body, model);
-  return { body, model, anthropicBeta: betas };
+  return { body, model, anthropicBeta: betas, translated: translateForRoutes(dialect, body, model) };
 }
+
+/** `data` with the serialised `service` object spliced in at byte `at` (where the text service left its slot). */
+function withService(data: Uint8Array, at: number, service: Buffer): Buffer {
+  const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return Buffer.concat([bytes.subarray(0, at), service, bytes.subarray(at)]);
+}
+
+const serviceJson = (charge: Charge) => Buffer.from(JSON.stringify(serviceObject(charge)));
 
 /**
  * The text pipeline after the preflight: rate limit, key state and hold in one billing call, then
  * the text service; the hold is settled to the reported usage or released on failure.
- * Returns the client-protocol body with our `service` object, or streams it.
+ * Returns the client-protocol body with our `service` object (JSON text, never parsed here), or
+ * streams it.
  */
 export async function runText(
   deps: GatewayDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   call: TextCall,
-): Promise<{ body: Json; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
+): Promise<{ body: Buffer; usage: textV1.Usage | undefined; charge: Charge } | undefined> {
   const { model } = call;
   const hold = await holdFor(deps, request, { model, endpoint: call.endpoint, worstUnits: worstTokens(call.dialect, call.body, model), text: true });
   const req = {
@@ -146,7 +187,8 @@ export async function runText(
     dialect: PROTO_DIALECT[call.dialect],
     publicModel: model.id,
     routes: routesOf(model),
-    body: Buffer.from(JSON.stringify(call.body)),
+    upstream: call.translated.upstream,
+    body: call.translated.needsClientBody ? Buffer.from(JSON.stringify(call.body)) : Buffer.alloc(0),
     defaultMaxOutputTokens: model.limits.maxOutputTokens,
     anthropicBeta: call.anthropicBeta ?? '',
     // Route health counts failures by account: one account cannot close a route for the others.
@@ -166,8 +208,7 @@ export async function runText(
     throw err;
   }
   const charge = await settleText(deps, request.log, hold, res.usage);
-  const answer = JSON.parse(Buffer.from(res.body).toString('utf8')) as Json;
-  return { body: attachService(call.dialect, answer, serviceObject(charge)), usage: res.usage, charge };
+  return { body: withService(res.body, res.serviceAt, serviceJson(charge)), usage: res.usage, charge };
 }
 
 type StreamItem = textV1.GenerateStreamResponse;
@@ -202,8 +243,6 @@ async function streamText(
   }
   const sse = new SseWriter(request, reply, dialect === 'messages' ? { 'request-id': request.id } : {});
   const held: textV1.Frame[] = [];
-  // The first and last frames sent: a failure event continues the stream after them.
-  const sent: { first?: string; last?: string } = {};
   let end: textV1.StreamEnd | undefined;
   let failure: { code: string; message: string } | undefined;
   try {
@@ -216,10 +255,6 @@ async function streamText(
           if (held.length > 0 || frame.usageBearing) held.push(frame);
           else ready.push({ event: frame.event, data: Buffer.from(frame.data).toString('utf8') });
         }
-        if (ready.length > 0) {
-          sent.first ??= ready[0]!.data;
-          sent.last = ready.at(-1)!.data;
-        }
         sse.send(...ready);
       } else if (item.case === 'end') end = item.value;
     }
@@ -230,24 +265,24 @@ async function streamText(
   if (!failure && end?.errorCode) failure = { code: end.errorCode, message: end.errorMessage };
   if (!failure && !end) failure = publicFailure(undefined);
 
-  // Settled (or released) as the upstream ends, whatever the client has read by now.
+  // Settled (or released) as the upstream ends, whatever the client has read by now. The error
+  // events come ready from the text service, whose translator knows what the client was sent.
   if (failure) {
     request.errorCode = failure.code;
     await releaseHold(deps.money, hold, request.log);
-    sse.send(...errorFrames(dialect, failure, sent));
+    sse.send(...errorFrames(dialect, failure, end));
   } else {
     try {
       const charge = await settleText(deps, request.log, hold, end?.usage);
       sse.send(
         ...held.map((frame, i) => {
-          const data = Buffer.from(frame.data).toString('utf8');
-          const withService = i === 0 && frame.usageBearing;
-          return { event: frame.event, data: withService ? JSON.stringify(attachService(dialect, JSON.parse(data) as Json, serviceObject(charge))) : data };
+          const data = i === 0 && frame.usageBearing ? withService(frame.data, frame.serviceAt, serviceJson(charge)) : frame.data;
+          return { event: frame.event, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8') };
         }),
       );
     } catch (err) {
       request.log.error({ err }, 'settling a finished stream failed');
-      sse.send(...errorFrames(dialect, publicFailure(err), sent));
+      sse.send(...errorFrames(dialect, publicFailure(err), end));
     }
   }
   await sse.flushed();
@@ -255,11 +290,12 @@ async function streamText(
   sse.end();
 }
 
-/** A sent frame's JSON (not chat's `[DONE]`). */
-const sentJson = (data: string | undefined): unknown => (data === undefined || !data.startsWith('{') ? undefined : JSON.parse(data));
-
-/** The client protocol's own error event(s), made by the same translation package as every other event. */
-function errorFrames(dialect: ClientDialect, failure: { code: string; message: string }, sent: { first?: string; last?: string }): SseFrame[] {
-  const events = streamFailureEvents(dialect, failure, sentJson(sent.first), sentJson(sent.last));
-  return events.map((ev) => ({ ...(ev.event ? { event: ev.event } : {}), data: typeof ev.data === 'string' ? ev.data : JSON.stringify(ev.data) }));
+/**
+ * The client protocol's error event(s): as the text service made them (`StreamEnd.failure_frames`),
+ * or, where no end came (the exchange broke with the text service that held the stream's state),
+ * the protocol's plain error event (a responses stream's numbering starts again there).
+ */
+function errorFrames(dialect: ClientDialect, failure: { code: string; message: string }, end: textV1.StreamEnd | undefined): SseFrame[] {
+  if (end && end.failureFrames.length > 0) return end.failureFrames.map((f) => ({ ...(f.event ? { event: f.event } : {}), data: Buffer.from(f.data).toString('utf8') }));
+  return streamFailureEvents(dialect, failure).map((ev) => ({ ...(ev.event ? { event: ev.event } : {}), data: typeof ev.data === 'string' ? ev.data : JSON.stringify(ev.data) }));
 }

@@ -5,7 +5,6 @@ import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
 import { anthropicBeta, preflightText, routesOf, runText, validBody, type ClientDialect } from '../generation/text-request.ts';
-import { removedTools } from '../generation/removed-tools.ts';
 import { REMOVED_TOOLS_HEADER } from '@gw/translate';
 import { headerList } from '../http/quote.ts';
 
@@ -17,6 +16,9 @@ const PROTOCOLS: Array<{ path: 'chat/completions' | 'messages' | 'responses'; di
 ];
 
 const LEGACY_ROLES = new Set(['system', 'user', 'assistant']);
+
+/** The content type Fastify gives a JSON answer it serialises itself. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Largest text request body: the messages API's own request limit (32 MB), room for long contexts
@@ -52,19 +54,21 @@ export async function textRoutes(app: FastifyInstance, deps: GatewayDeps): Promi
   for (const { path, dialect } of PROTOCOLS) {
     const config = { deferRateLimit: true, messagesProtocol: dialect === 'messages', generation: true };
     app.post(`/${path}`, { config, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS[path] }, async (request, reply) => {
-      const { body, model, anthropicBeta: betas } = preflightText(deps, request, dialect, path);
-      const removed = removedTools(dialect, body, model);
+      const { body, model, anthropicBeta: betas, translated } = preflightText(deps, request, dialect, path);
+      const removed = translated.removedTools;
       // On the raw response, so that a stream's head (written there) carries it too.
       if (removed.length > 0) reply.raw.setHeader(REMOVED_TOOLS_HEADER, headerList(removed));
-      const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model, anthropicBeta: betas });
-      return result?.body ?? reply;
+      const result = await runText(deps, request, reply, { dialect, endpoint: path, body, model, translated, anthropicBeta: betas });
+      // The answer is JSON text already, `service` included: sent as it is.
+      return result ? reply.type(JSON_TYPE).send(result.body) : reply;
     });
   }
 
   app.post('/chat', { config: { deferRateLimit: true, generation: true }, bodyLimit: TEXT_BODY_LIMIT, schema: ROUTE_DOCS.chat }, async (request, reply) => {
-    const { body, model } = preflightText(deps, request, 'chat', 'chat', legacyBody);
-    const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body, model });
-    const choices = result!.body.choices as Array<{ message?: { content?: unknown } }> | undefined;
+    const { body, model, translated } = preflightText(deps, request, 'chat', 'chat', legacyBody);
+    const result = await runText(deps, request, reply, { dialect: 'chat', endpoint: 'chat', body, model, translated });
+    const answer = JSON.parse(result!.body.toString('utf8')) as { choices?: unknown };
+    const choices = answer.choices as Array<{ message?: { content?: unknown } }> | undefined;
     const content = choices?.[0]?.message?.content;
     return {
       reply: typeof content === 'string' ? content : '',

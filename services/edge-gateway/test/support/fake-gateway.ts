@@ -2,6 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { billingV1, catalogV1, textV1 } from '@gw/contracts';
 import { generateApiKey, hashApiKey } from '@gw/api-keys';
 import { GatewayError } from '@gw/errors';
+import { serviceSlot } from '@gw/translate';
 import { BytesBudget } from '@gw/service-kit';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -66,7 +67,9 @@ export interface FakeOptions {
 /** The text answer of the fake generate call: a chat completion with usage. */
 export function chatAnswer(): textV1.GenerateResponse {
   const body = { id: 'c1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
-  return create(textV1.GenerateResponseSchema, { body: Buffer.from(JSON.stringify(body)), usage: { inputTokens: 1n, outputTokens: 1n, billableTokens: 2n } });
+  // As the text service answers: JSON with a slot for the gateway's `service` object.
+  const slot = serviceSlot('chat', body);
+  return create(textV1.GenerateResponseSchema, { body: Buffer.from(slot.json), serviceAt: Buffer.byteLength(slot.json.slice(0, slot.at)), usage: { inputTokens: 1n, outputTokens: 1n, billableTokens: 2n } });
 }
 
 export async function fakeGateway(opts: FakeOptions = {}): Promise<FakeGateway> {

@@ -2,7 +2,7 @@ import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { textV1, type catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { isProviderError, ProviderError, textAnswerFromStream, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect, type TokenUsage } from '@gw/providers';
-import { createStreamTranslator, extractUsage, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
+import { createStreamTranslator, extractUsage, serviceSlot, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
 import { clientDialect, providerDialect, responseId } from './dialects.ts';
 import { readyTogether } from './ready-together.ts';
 
@@ -18,21 +18,32 @@ type Json = Record<string, unknown>;
 
 interface Prepared {
   client: TextDialect;
-  body: Json;
+  /** The client's body, where the gateway sent it (see `GenerateRequest.body`). */
+  body: Json | undefined;
   ctx: ResponseContext;
 }
 
-function prepare(req: { requestId: string; dialect: textV1.Dialect; publicModel: string; body: Uint8Array }, now: number): Prepared {
-  const client = clientDialect(req.dialect);
+function jsonObject(bytes: Uint8Array): Json {
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.from(req.body).toString('utf8'));
+    body = JSON.parse(Buffer.from(bytes).toString('utf8'));
   } catch {
     throw new GatewayError('invalid_request', 'The request body is not valid JSON.');
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const ctx = { model: req.publicModel, id: responseId(client, req.requestId), created: Math.floor(now / 1000), request: body as Json };
-  return { client, body: body as Json, ctx };
+  return body as Json;
+}
+
+function prepare(req: { requestId: string; dialect: textV1.Dialect; publicModel: string; body: Uint8Array }, now: number): Prepared {
+  const client = clientDialect(req.dialect);
+  const body = req.body.length > 0 ? jsonObject(req.body) : undefined;
+  const ctx = { model: req.publicModel, id: responseId(client, req.requestId), created: Math.floor(now / 1000), ...(body ? { request: body } : {}) };
+  return { client, body, ctx };
+}
+
+function clientBody(prepared: Prepared): Json {
+  if (!prepared.body) throw new GatewayError('invalid_request', 'The request carries no body.');
+  return prepared.body;
 }
 
 function adapterFor(deps: TextDeps, route: catalogV1.Route): ProviderAdapter {
@@ -53,13 +64,47 @@ function translated<T>(fn: () => T): T {
 }
 
 /**
- * The body for one route's provider. Adapters take the upstream model in the body even where the
- * wire carries it in the URL (Gemini), so it is always set here.
+ * The client's body translated here for one route's provider. Adapters take the upstream model in
+ * the body even where the wire carries it in the URL (Gemini), so it is always set here.
  */
-function upstreamBody(client: TextDialect, dialect: TextDialect, body: Json, route: catalogV1.Route, stream: boolean, defaultCap: number): Json {
-  const opts = { upstreamModel: route.upstreamModel, stream, ...(defaultCap > 0 ? { defaultMaxOutputTokens: defaultCap } : {}) };
+function upstreamBody(client: TextDialect, dialect: TextDialect, body: Json, route: catalogV1.Route, defaultCap: number): Json {
+  const opts = { upstreamModel: route.upstreamModel, ...(defaultCap > 0 ? { defaultMaxOutputTokens: defaultCap } : {}) };
   const out = translated(() => translateRequest(client, dialect, body, opts));
   return { ...out, model: route.upstreamModel };
+}
+
+const PROTO_DIALECTS: Record<TextDialect, textV1.Dialect> = {
+  chat: textV1.Dialect.CHAT,
+  messages: textV1.Dialect.MESSAGES,
+  responses: textV1.Dialect.RESPONSES,
+  gemini: textV1.Dialect.GEMINI,
+};
+
+/** The body for a route's provider speaking a dialect. */
+type UpstreamBodies = (dialect: TextDialect, route: catalogV1.Route) => Json;
+
+/**
+ * The gateway translated the request once, for every dialect its routes speak (pass-through policy
+ * included): a route's body is that translation as it is, but for the route's model; the provider
+ * adapter adds what its call needs (`stream`, chat's usage option). Each translation is read once
+ * per request, whatever the fallback tries. Fallback: a route the gateway sent no translation for
+ * is translated here from the client's body, which the gateway then sends too: its provider's
+ * dialects were not in the gateway's catalog, or the gateway could not translate to them (the
+ * same translation here then refuses the request as before).
+ */
+function upstreamBodies(req: { upstream: textV1.UpstreamBody[]; defaultMaxOutputTokens: number }, prepared: Prepared): UpstreamBodies {
+  const read = new Map<textV1.UpstreamBody, Json>();
+  return (dialect, route) => {
+    const wanted = PROTO_DIALECTS[dialect];
+    const sent = req.upstream.find((u) => u.dialect === wanted && (u.upstreamModel === '' || u.upstreamModel === route.upstreamModel));
+    if (!sent) {
+      if (!prepared.body) throw new GatewayError('upstream_error', `The gateway sent no request in ${dialect}, the protocol of provider ${route.provider}.`);
+      return upstreamBody(prepared.client, dialect, prepared.body, route, req.defaultMaxOutputTokens);
+    }
+    let body = read.get(sent);
+    if (!body) read.set(sent, (body = jsonObject(sent.body)));
+    return { ...body, model: route.upstreamModel };
+  };
 }
 
 /**
@@ -88,7 +133,9 @@ export function toUsageProto(u: Usage | undefined): textV1.Usage | undefined {
 
 /** One complete answer, from the first route that serves it. */
 export async function generate(deps: TextDeps, req: textV1.GenerateRequest, signal: AbortSignal): Promise<textV1.GenerateResponse> {
-  const { client, body, ctx } = prepare(req, deps.now());
+  const prepared = prepare(req, deps.now());
+  const { client, ctx } = prepared;
+  const bodies = upstreamBodies(req, prepared);
   const { dialect, answer, provider } = await deps.router.withFallback(
     req.routes,
     async (route) => {
@@ -96,7 +143,7 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
       const upstreamDialect = providerDialect(adapter, client);
       // Asked as a stream, so that the first-byte deadline holds for a complete answer too
       // (docs/routing.md); the provider's complete answer is rebuilt from it.
-      const upstream = upstreamBody(client, upstreamDialect, body, route, true, req.defaultMaxOutputTokens);
+      const upstream = bodies(upstreamDialect, route);
       const whole = await textAnswerFromStream(adapter, upstreamDialect, upstream, {
         signal,
         requestId: req.requestId,
@@ -112,9 +159,10 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
     },
     { signal, account: req.accountId },
   );
-  const out = translated(() => translateResponse(dialect, client, answer, ctx));
+  const out = serviceSlot(client, translated(() => translateResponse(dialect, client, answer, ctx)));
   return create(textV1.GenerateResponseSchema, {
-    body: Buffer.from(JSON.stringify(out)),
+    body: Buffer.from(out.json),
+    serviceAt: byteOffset(out),
     usage: toUsageProto(extractUsage(dialect, answer)),
     provider,
   });
@@ -122,27 +170,52 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
 
 type TranslatedEvent = SseEvent & { carriesUsage?: true };
 
-function frameOf(event: TranslatedEvent): MessageInitShape<typeof textV1.FrameSchema> {
+/** Where the `service` object goes, in bytes (the wire's unit) rather than UTF-16 units. */
+function byteOffset(slot: { json: string; at: number }): number {
+  return Buffer.byteLength(slot.json.slice(0, slot.at));
+}
+
+/**
+ * One event as a frame. The usage-bearing one is serialised with a slot for the gateway's
+ * `service` object, so the gateway adds it after settling without parsing the frame.
+ */
+function frameOf(client: TextDialect, event: TranslatedEvent): MessageInitShape<typeof textV1.FrameSchema> {
+  if (event.carriesUsage === true && typeof event.data === 'object' && event.data !== null) {
+    const slot = serviceSlot(client, event.data as Json);
+    return { event: event.event ?? '', data: Buffer.from(slot.json), usageBearing: true, serviceAt: byteOffset(slot) };
+  }
   const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
   return { event: event.event ?? '', data: Buffer.from(data), usageBearing: event.carriesUsage === true };
 }
 
 /** Translated events as stream items: one message for all of them when the caller takes batches, else one each. */
-function framed(events: TranslatedEvent[], batches: boolean): textV1.GenerateStreamResponse[] {
+function framed(client: TextDialect, events: TranslatedEvent[], batches: boolean): textV1.GenerateStreamResponse[] {
   if (batches && events.length > 1) {
-    return [create(textV1.GenerateStreamResponseSchema, { item: { case: 'frames', value: { frames: events.map(frameOf) } } })];
+    return [create(textV1.GenerateStreamResponseSchema, { item: { case: 'frames', value: { frames: events.map((e) => frameOf(client, e)) } } })];
   }
-  return events.map((event) => create(textV1.GenerateStreamResponseSchema, { item: { case: 'frame', value: frameOf(event) } }));
+  return events.map((event) => create(textV1.GenerateStreamResponseSchema, { item: { case: 'frame', value: frameOf(client, event) } }));
 }
 
-function end(init: { usage?: Usage; errorCode?: string; errorMessage?: string; provider: string }): textV1.GenerateStreamResponse {
+function end(
+  client: TextDialect,
+  init: { usage?: Usage; errorCode?: string; errorMessage?: string; provider: string; failureEvents: TranslatedEvent[] },
+): textV1.GenerateStreamResponse {
   return create(textV1.GenerateStreamResponseSchema, {
     item: {
       case: 'end',
-      value: { usage: toUsageProto(init.usage), errorCode: init.errorCode ?? '', errorMessage: init.errorMessage ?? '', provider: init.provider },
+      value: {
+        usage: toUsageProto(init.usage),
+        errorCode: init.errorCode ?? '',
+        errorMessage: init.errorMessage ?? '',
+        provider: init.provider,
+        failureFrames: init.failureEvents.map((e) => frameOf(client, e)),
+      },
     },
   });
 }
+
+/** What the gateway tells a client whose finished stream it could not settle (see `StreamEnd.failure_frames`). */
+const UNSETTLED = { code: 'upstream_error', message: 'Billing did not confirm the charge of this request, so it is not charged: its hold is given back.' };
 
 /**
  * A streamed answer. The first route whose first event arrives wins (a failure before that, or no
@@ -153,7 +226,9 @@ function end(init: { usage?: Usage; errorCode?: string; errorMessage?: string; p
  * charges nothing when no usage came).
  */
 export async function* generateStream(deps: TextDeps, req: textV1.GenerateStreamRequest, signal: AbortSignal): AsyncGenerator<textV1.GenerateStreamResponse> {
-  const { client, body, ctx } = prepare(req, deps.now());
+  const prepared = prepare(req, deps.now());
+  const { client, ctx } = prepared;
+  const bodies = upstreamBodies(req, prepared);
   // The stream's usage is known once the translator has read it; telemetry asks at the stream's end.
   let streamUsage: (() => Usage | undefined) | undefined;
   const started = await deps.router.withFallback(
@@ -161,8 +236,8 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
     async (route) => {
       const adapter = adapterFor(deps, route);
       const dialect = providerDialect(adapter, client);
-      const upstream = upstreamBody(client, dialect, body, route, true, req.defaultMaxOutputTokens);
-      const inputCount = countAlongside(adapter, client, dialect, body, route, req, signal);
+      const upstream = bodies(dialect, route);
+      const inputCount = countAlongside(adapter, client, dialect, upstream, req, signal);
       // The first-byte deadline: a route that has sent no event by then is left for the next,
       // nothing having reached the client.
       const res = await adapter.text(dialect, upstream, {
@@ -190,17 +265,18 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
       for await (const event of started.events) yield translator.push(event);
     }
     for await (const groups of readyTogether(translatedEvents())) {
-      yield* framed(groups.flat(), req.frameBatches);
+      yield* framed(client, groups.flat(), req.frameBatches);
     }
-    yield* framed(translator.end(), req.frameBatches);
+    yield* framed(client, translator.end(), req.frameBatches);
     const usage = translator.usage();
-    yield end({ ...(usage ? { usage } : {}), provider: started.provider });
+    yield end(client, { ...(usage ? { usage } : {}), provider: started.provider, failureEvents: translator.fail(UNSETTLED) });
   } catch (err) {
     if (signal.aborted) throw err;
     if (isProviderError(err)) deps.router.recordFailure(started.route, req.accountId, err);
     const code = err instanceof GatewayError ? err.code : 'upstream_error';
     const message = err instanceof GatewayError ? err.message : 'The upstream provider stream failed.';
-    yield end({ errorCode: code, errorMessage: message, provider: started.provider });
+    // Rendered here, by the translator that knows what the client was sent.
+    yield end(client, { errorCode: code, errorMessage: message, provider: started.provider, failureEvents: translator.fail({ code, message }) });
   }
 }
 
@@ -220,13 +296,12 @@ function countAlongside(
   adapter: ProviderAdapter,
   client: TextDialect,
   dialect: TextDialect,
-  body: Json,
-  route: catalogV1.Route,
+  upstream: Json,
   req: textV1.GenerateStreamRequest,
   signal: AbortSignal,
 ): Promise<number | undefined> | undefined {
   if (client !== 'messages' || dialect === 'messages' || !adapter.countTokens) return undefined;
-  const upstream = upstreamBody(client, dialect, body, route, false, 0);
+  // The generation's own body: each counter sends on only the fields it counts.
   return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId, ...nativeHeaders(client, dialect, req) }).catch(() => undefined);
 }
 
@@ -245,7 +320,9 @@ async function atMost<T>(promise: Promise<T>, ms: number): Promise<T | undefined
 
 /** Input tokens from the provider's own counter. */
 export async function countTokens(deps: TextDeps, req: textV1.CountTokensRequest, signal: AbortSignal): Promise<number> {
-  const { client, body } = prepare(req, deps.now());
+  const prepared = prepare(req, deps.now());
+  const { client } = prepared;
+  const body = clientBody(prepared);
   return deps.router.withFallback(
     req.routes,
     async (route) => {
@@ -254,7 +331,7 @@ export async function countTokens(deps: TextDeps, req: textV1.CountTokensRequest
         throw new GatewayError('capability_not_supported', `The model ${req.publicModel} has no token counter.`);
       }
       const dialect = providerDialect(adapter, client);
-      const upstream = upstreamBody(client, dialect, body, route, false, 0);
+      const upstream = upstreamBody(client, dialect, body, route, 0);
       return adapter.countTokens(dialect, upstream, { signal, requestId: req.requestId, ...nativeHeaders(client, dialect, req) });
     },
     { signal, account: req.accountId },

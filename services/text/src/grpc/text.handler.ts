@@ -7,8 +7,8 @@ import { countTokens, generate, generateStream, type TextDeps } from '../domain/
  * Reserves a request body's bytes for as long as the request runs, or refuses it as the gateway
  * does (every gateway replica sends here, so the gateways' own budgets do not bound this one).
  */
-function reserveBody(budget: BytesBudget, body: Uint8Array): () => void {
-  const reserved = budget.reserve('', body.length);
+function reserveBody(budget: BytesBudget, bytes: number): () => void {
+  const reserved = budget.reserve('', bytes);
   if ('full' in reserved) {
     throw new GatewayError('rate_limit_exceeded', 'The text service is holding as many request bodies as it can at once. Retry in a second.', {
       limit_type: 'in_flight_bytes',
@@ -18,8 +18,15 @@ function reserveBody(budget: BytesBudget, body: Uint8Array): () => void {
   return reserved.release;
 }
 
-async function within<T>(budget: BytesBudget, body: Uint8Array, run: () => Promise<T>): Promise<T> {
-  const release = reserveBody(budget, body);
+/** A request's body bytes: the client's body where sent, and its upstream translations. */
+function bytesOf(req: { body: Uint8Array; upstream?: textV1.UpstreamBody[] }): number {
+  let bytes = req.body.length;
+  for (const u of req.upstream ?? []) bytes += u.body.length;
+  return bytes;
+}
+
+async function within<T>(budget: BytesBudget, bytes: number, run: () => Promise<T>): Promise<T> {
+  const release = reserveBody(budget, bytes);
   try {
     return await run();
   } finally {
@@ -29,7 +36,7 @@ async function within<T>(budget: BytesBudget, body: Uint8Array, run: () => Promi
 
 /** A streamed answer's items, with its body's bytes reserved until the stream is over. */
 async function* streamWithin(deps: TextDeps, budget: BytesBudget, req: textV1.GenerateStreamRequest, signal: AbortSignal): AsyncGenerator<textV1.GenerateStreamResponse> {
-  const release = reserveBody(budget, req.body);
+  const release = reserveBody(budget, bytesOf(req));
   try {
     yield* generateStream(deps, req, signal);
   } finally {
@@ -53,10 +60,10 @@ export function textHandler(deps: TextDeps, budget: BytesBudget, routeHealth: ()
           const { generate: request, generateStream: streamRequest } = req;
           if (streamRequest) return asExchangeItems(streamWithin(deps, budget, streamRequest, signal));
           if (!request) throw new GatewayError('invalid_request', 'An exchange message must carry a request.');
-          return within(budget, request.body, async () => ({ case: 'generate' as const, value: await generate(deps, request, signal) }));
+          return within(budget, bytesOf(request), async () => ({ case: 'generate' as const, value: await generate(deps, request, signal) }));
         },
       }),
-    countTokens: (req, ctx) => within(budget, req.body, async () => ({ inputTokens: BigInt(await countTokens(deps, req, ctx.signal)) })),
+    countTokens: (req, ctx) => within(budget, bytesOf(req), async () => ({ inputTokens: BigInt(await countTokens(deps, req, ctx.signal)) })),
     listRouteHealth: async () => ({ routes: routeHealth() }),
   };
 }

@@ -17,7 +17,7 @@ export function probeWith(providers: ProviderRegistry): Probe {
     const adapter = providers.get(route.provider);
     if (!adapter) throw new Error(`Provider ${route.provider} is not configured.`);
     const dialect = providerDialect(adapter, 'chat');
-    const body = translateRequest('chat', dialect, { model: route.upstreamModel, messages: [{ role: 'user', content: 'ping' }], max_tokens: 1 }, { upstreamModel: route.upstreamModel, stream: false });
+    const body = translateRequest('chat', dialect, { model: route.upstreamModel, messages: [{ role: 'user', content: 'ping' }], max_tokens: 1 }, { upstreamModel: route.upstreamModel });
     try {
       await adapter.text(dialect, { ...body, model: route.upstreamModel }, { stream: false, timeoutMs, requestId: `${PROBE_REQUEST_PREFIX}${randomUUID()}` });
     } catch (err) {

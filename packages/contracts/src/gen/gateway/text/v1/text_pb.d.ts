@@ -13,6 +13,44 @@ import type { ExchangeError } from "../../exchange/v1/exchange_pb.js";
 export declare const file_gateway_text_v1_text: GenFile;
 
 /**
+ * UpstreamBody is the client's request translated by the gateway for the routes of one upstream
+ * dialect (docs/architecture.md "Text requests"): the text service sends it as it is, setting only
+ * the route's `model`; the provider adapter adds what its call needs (`stream`, chat's
+ * `stream_options.include_usage`).
+ *
+ * @generated from message gateway.text.v1.UpstreamBody
+ */
+export declare type UpstreamBody = Message<"gateway.text.v1.UpstreamBody"> & {
+  /**
+   * The dialect of `body`.
+   *
+   * @generated from field: gateway.text.v1.Dialect dialect = 1;
+   */
+  dialect: Dialect;
+
+  /**
+   * Set when the translation depends on the upstream model (Gemini's thought signatures): it then
+   * serves only the routes to this model. Empty: every route of the dialect.
+   *
+   * @generated from field: string upstream_model = 2;
+   */
+  upstreamModel: string;
+
+  /**
+   * The JSON body, its `model` the first such route's.
+   *
+   * @generated from field: bytes body = 3;
+   */
+  body: Uint8Array;
+};
+
+/**
+ * Describes the message gateway.text.v1.UpstreamBody.
+ * Use `create(UpstreamBodySchema)` to create a new message.
+ */
+export declare const UpstreamBodySchema: GenMessage<UpstreamBody>;
+
+/**
  * GenerateRequest is one text request, already validated.
  *
  * @generated from message gateway.text.v1.GenerateRequest
@@ -26,7 +64,7 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
   requestId: string;
 
   /**
-   * The client's protocol; `body` is in it.
+   * The client's protocol.
    *
    * @generated from field: gateway.text.v1.Dialect dialect = 2;
    */
@@ -47,15 +85,18 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
   routes: Route[];
 
   /**
-   * The client's JSON request body, forwarded unchanged apart from translation and the model.
+   * The client's JSON request body (validated), only where the text service needs it: a route
+   * without an upstream body (its provider's dialects unknown to the gateway's catalog, which
+   * the text service translates for), and answers translated into the responses protocol (they
+   * echo the request's settings). Empty otherwise.
    *
    * @generated from field: bytes body = 5;
    */
   body: Uint8Array;
 
   /**
-   * The output cap to send when the client's protocol has none but the provider's requires one
-   * (the model's maximum, which the hold covered).
+   * The output cap to send when the client's request names none (the model's maximum, which
+   * the hold covered); already in every upstream body.
    *
    * @generated from field: int32 default_max_output_tokens = 6;
    */
@@ -84,6 +125,13 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
    * @generated from field: int32 first_byte_timeout_ms = 9;
    */
   firstByteTimeoutMs: number;
+
+  /**
+   * The request as each upstream dialect of the routes needs it, translated once by the gateway.
+   *
+   * @generated from field: repeated gateway.text.v1.UpstreamBody upstream = 10;
+   */
+  upstream: UpstreamBody[];
 };
 
 /**
@@ -242,7 +290,8 @@ export declare const UsageSchema: GenMessage<Usage>;
  */
 export declare type GenerateResponse = Message<"gateway.text.v1.GenerateResponse"> & {
   /**
-   * The answer's JSON body in the client's protocol, without our `service` object.
+   * The answer's JSON body in the client's protocol, ready for the gateway's `service` object:
+   * its serialised value goes at byte `service_at` (the `"service":` key is in place).
    *
    * @generated from field: bytes body = 1;
    */
@@ -261,6 +310,13 @@ export declare type GenerateResponse = Message<"gateway.text.v1.GenerateResponse
    * @generated from field: string provider = 3;
    */
   provider: string;
+
+  /**
+   * Where in `body` the `service` object's JSON goes.
+   *
+   * @generated from field: int32 service_at = 4;
+   */
+  serviceAt: number;
 };
 
 /**
@@ -304,14 +360,14 @@ export declare type GenerateStreamRequest = Message<"gateway.text.v1.GenerateStr
   routes: Route[];
 
   /**
-   * The client's JSON request body.
+   * The client's JSON request body, where the text service needs it (as in GenerateRequest).
    *
    * @generated from field: bytes body = 5;
    */
   body: Uint8Array;
 
   /**
-   * The output cap to send when the client's protocol has none but the provider's requires one.
+   * The output cap to send when the client's request names none, as in GenerateRequest.
    *
    * @generated from field: int32 default_max_output_tokens = 6;
    */
@@ -346,6 +402,13 @@ export declare type GenerateStreamRequest = Message<"gateway.text.v1.GenerateStr
    * @generated from field: int32 first_byte_timeout_ms = 10;
    */
   firstByteTimeoutMs: number;
+
+  /**
+   * The request as each upstream dialect of the routes needs it, as in GenerateRequest.
+   *
+   * @generated from field: repeated gateway.text.v1.UpstreamBody upstream = 11;
+   */
+  upstream: UpstreamBody[];
 };
 
 /**
@@ -445,6 +508,14 @@ export declare type Frame = Message<"gateway.text.v1.Frame"> & {
    * @generated from field: bool usage_bearing = 3;
    */
   usageBearing: boolean;
+
+  /**
+   * In a usage-bearing frame: where in `data` the `service` object's JSON goes (the `"service":`
+   * key is in place), so the gateway adds it without parsing the frame.
+   *
+   * @generated from field: int32 service_at = 4;
+   */
+  serviceAt: number;
 };
 
 /**
@@ -486,6 +557,18 @@ export declare type StreamEnd = Message<"gateway.text.v1.StreamEnd"> & {
    * @generated from field: string provider = 4;
    */
   provider: string;
+
+  /**
+   * The client protocol's error event(s), made by the stream's translator, which holds its state
+   * (a responses stream's failure continues its numbering and fails the response it created).
+   * They continue the frames before the usage-bearing one (the gateway holds that one and those
+   * after it). A failed stream: the events for its error, which the gateway sends. A finished
+   * one: the events the gateway sends if it cannot settle it (`upstream_error`, "Billing did not
+   * confirm the charge of this request, so it is not charged: its hold is given back.").
+   *
+   * @generated from field: repeated gateway.text.v1.Frame failure_frames = 5;
+   */
+  failureFrames: Frame[];
 };
 
 /**
@@ -839,7 +922,7 @@ export declare type RouteSample = Message<"gateway.text.v1.RouteSample"> & {
 export declare const RouteSampleSchema: GenMessage<RouteSample>;
 
 /**
- * Dialect is a client-facing text protocol.
+ * Dialect is a text protocol: a client's (chat, messages, responses), or a provider's (any).
  *
  * @generated from enum gateway.text.v1.Dialect
  */
@@ -871,6 +954,13 @@ export enum Dialect {
    * @generated from enum value: DIALECT_RESPONSES = 3;
    */
   RESPONSES = 3,
+
+  /**
+   * Google generateContent: a provider's only, never a client's.
+   *
+   * @generated from enum value: DIALECT_GEMINI = 4;
+   */
+  GEMINI = 4,
 }
 
 /**
