@@ -1,11 +1,10 @@
 import { createHmac } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, type RunningSystem } from '../../scripts/system.ts';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { launchChromium, screenshots, setPasswordAndSignIn } from '../support/console-browser.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /**
@@ -15,11 +14,9 @@ import { admin, fundedAccount, startTestSystem } from '../support/system-fixture
  * gets signed with that secret, and finds the change in the Audit page under their own e-mail
  * (the console named the member to billing). Screenshots in test-results/screenshots/.
  */
-const SHOTS = join(ROOT, 'test-results', 'screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const PASSWORD = 'owner of the delta account';
 
-const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `console-alerts-${name}.png`), fullPage: true });
+const shot = screenshots('console-alerts');
 
 describe('alerts and the audit trail in a browser', () => {
   let system: RunningSystem;
@@ -29,7 +26,6 @@ describe('alerts and the audit trail in a browser', () => {
   const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
 
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     receiver = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -41,7 +37,7 @@ describe('alerts and the audit trail in a browser', () => {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     system = await startTestSystem();
     ({ accountId } = await fundedAccount(system, 100_000));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   }, 180_000);
 
   afterAll(async () => {
@@ -54,15 +50,7 @@ describe('alerts and the audit trail in a browser', () => {
     const email = `owner-${Date.now()}@example.com`;
     const added = (await admin(system, 'member', 'add', '--account', accountId, '--email', email, '--role', 'owner')) as { member_id: string; set_password_url: string };
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    await page.goto(added.set_password_url);
-    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
-    await page.getByLabel('Repeat the new password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL('**/login?done=password-set');
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/keys');
+    await setPasswordAndSignIn(page, added.set_password_url, email, PASSWORD);
     expect(await page.locator('[data-alert-banner]').count()).toBe(0);
 
     await page.getByRole('link', { name: 'Alerts' }).click();

@@ -1,10 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
-import { ROOT, type RunningSystem } from '../../scripts/system.ts';
+import type { RunningSystem } from '../../scripts/system.ts';
 import { balanceOf, billingClient, catalogClient, seedDemoModels, waitForListing } from '../support/clients.ts';
+import { launchChromium, screenshots, setPassword, signIn as signInAs } from '../support/console-browser.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /**
@@ -14,8 +13,7 @@ import { admin, fundedAccount, startTestSystem } from '../support/system-fixture
  * in its box; at 390 px the page does not scroll sideways, tables scroll inside their own box with
  * a cue. Screenshots go to test-results/screenshots/ (git-ignored).
  */
-const SHOTS = join(ROOT, 'test-results', 'screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const shot = screenshots('layout');
 const PASSWORD = 'layout member passphrase';
 const LONG_MODEL = 'ft-gpt-sim-mini-customer-support-2026-11-27-a1b2c3';
 const IMAGE_MODELS = ['gpt-sim-image', 'gemini-sim-image', 'gpt-sim-one-image', 'gpt-sim-url-image'];
@@ -53,15 +51,11 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
 
   async function signIn(page: Page): Promise<void> {
     await page.goto(`${system.consoleUrl}/login`);
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/keys');
+    await signInAs(page, email, PASSWORD);
   }
 
   /** What overflows: the page sideways, and (when asked) any table box that hides part of its table. */
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     system = await startTestSystem();
     await seedDemoModels(system);
     const catalog = catalogClient(system);
@@ -96,13 +90,9 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
     failedId = failed.headers.get('x-request-id')!;
     email = `layout-${Date.now()}@example.com`;
     const made = (await admin(system, 'user', 'create', '--account', account.accountId, '--email', email)) as { set_password_url: string };
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     const page = await browser.newPage();
-    await page.goto(made.set_password_url);
-    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
-    await page.getByLabel('Repeat the new password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL('**/login?done=password-set');
+    await setPassword(page, made.set_password_url, PASSWORD);
     await page.close();
   }, 240_000);
 
@@ -119,7 +109,7 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
       const balance = await balanceOf(system, account.accountId);
       for (const path of PAGES) {
         await page.goto(`${system.consoleUrl}${path === 'KEY' ? `/keys/${account.keyId}` : path}`);
-        await page.screenshot({ path: join(SHOTS, `layout-${width}-${path.replace(/[^a-z]+/g, '-')}.png`), fullPage: true });
+        await shot(page, `${width}-${path.replace(/[^a-z]+/g, '-')}`);
         const w = await widths(page);
         expect({ path, width: w.page }).toEqual({ path, width: Math.min(w.page, w.inner) });
         for (const box of w.boxes) expect({ path, table: box.scroll }).toEqual({ path, table: Math.min(box.scroll, box.client) });
@@ -142,7 +132,7 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
     let scrolling = 0;
     for (const path of PAGES) {
       await page.goto(`${system.consoleUrl}${path === 'KEY' ? `/keys/${account.keyId}` : path}`);
-      await page.screenshot({ path: join(SHOTS, `layout-390-${path.replace(/[^a-z]+/g, '-')}.png`), fullPage: true });
+      await shot(page, `390-${path.replace(/[^a-z]+/g, '-')}`);
       const w = await widths(page);
       expect({ path, width: w.page }).toEqual({ path, width: Math.min(w.page, w.inner) });
       const scrollsWithoutCue = w.boxes.filter((box, i) => box.scroll > box.client && !w.cueShown[i]);
@@ -168,7 +158,7 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
     await page.waitForURL('**/keys');
     const plaintext = (await page.locator('#new-key-value').inputValue()).trim();
     expect(plaintext).toMatch(/^gwk_/);
-    await page.screenshot({ path: join(SHOTS, 'layout-1280-key-created.png'), fullPage: true });
+    await shot(page, '1280-key-created');
     await page.reload();
     expect(await page.locator('#new-key-value').count()).toBe(0);
     expect(await page.content()).not.toContain(plaintext);
@@ -214,7 +204,7 @@ describe('dashboard layout at 1280, 1440 and 390 px', () => {
     await page.goto(`${system.consoleUrl}/activity?status=failed`);
     expect(await rowIds(page)).toEqual([failedId]);
     expect(await page.locator('tbody tr td.num').first().textContent()).toBe('0');
-    await page.screenshot({ path: join(SHOTS, 'layout-1280-activity-failed.png'), fullPage: true });
+    await shot(page, '1280-activity-failed');
     // The CSV: every request, our id beside the client's own.
     const csv = await context.request.get(`${system.consoleUrl}/activity.csv`);
     expect(csv.headers()['content-type']).toBe('text/csv; charset=utf-8');

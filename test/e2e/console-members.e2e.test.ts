@@ -1,8 +1,7 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, type RunningSystem } from '../../scripts/system.ts';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { launchChromium, screenshots, setPasswordAndSignIn } from '../support/console-browser.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /**
@@ -12,25 +11,10 @@ import { admin, fundedAccount, startTestSystem } from '../support/system-fixture
  * password, signs in and sees only what a developer may do; the owner makes them a viewer and
  * the next page already says so. Screenshots in test-results/screenshots/ (git-ignored).
  */
-const SHOTS = join(ROOT, 'test-results', 'screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OWNER_PASSWORD = 'owner of the gamma account';
 const DEV_PASSWORD = 'developer joins the gamma team';
 
-const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `console-members-${name}.png`), fullPage: true });
-
-/** Follows a one-time link, chooses the password and signs in with it. */
-async function setPasswordAndSignIn(page: Page, link: string, email: string, password: string): Promise<void> {
-  await page.goto(link);
-  await page.getByLabel('New password', { exact: true }).fill(password);
-  await page.getByLabel('Repeat the new password').fill(password);
-  await page.getByRole('button', { name: 'Set password' }).click();
-  await page.waitForURL('**/login?done=password-set');
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password', { exact: true }).fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/keys');
-}
+const shot = screenshots('console-members');
 
 describe('members and roles in a browser', () => {
   let system: RunningSystem;
@@ -38,10 +22,9 @@ describe('members and roles in a browser', () => {
   let accountId: string;
 
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     system = await startTestSystem();
     ({ accountId } = await fundedAccount(system, 100_000));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   }, 180_000);
 
   afterAll(async () => {

@@ -1,9 +1,7 @@
-import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, type RunningSystem } from '../../scripts/system.ts';
+import type { RunningSystem } from '../../scripts/system.ts';
+import { freePort, launchChromium, screenshots, setPasswordAndSignIn } from '../support/console-browser.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /**
@@ -12,20 +10,9 @@ import { admin, fundedAccount, startTestSystem } from '../support/system-fixture
  * a passkey on the account page, signs out, and signs in with password and passkey; the console's
  * relying party is its public URL (http://localhost:<port>, a secure context), never the Host.
  */
-const SHOTS = join(ROOT, 'test-results', 'screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const PASSWORD = 'passkeys keep phished passwords out';
 
-const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `console-passkeys-${name}.png`), fullPage: true });
-
-/** A free loopback port (the public URL must name the port before the console starts). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+const shot = screenshots('console-passkeys');
 
 describe('passkeys in a browser', () => {
   let system: RunningSystem;
@@ -34,12 +21,12 @@ describe('passkeys in a browser', () => {
   let origin: string;
 
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
+    // The public URL must name the port before the console starts.
     const port = await freePort();
     origin = `http://localhost:${port}`;
     system = await startTestSystem({ consolePort: port, serviceEnv: { console: { CONSOLE_PUBLIC_URL: origin } } });
     ({ accountId } = await fundedAccount(system, 10_000));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   }, 180_000);
 
   afterAll(async () => {
@@ -60,15 +47,7 @@ describe('passkeys in a browser', () => {
       options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true },
     });
 
-    await page.goto(added.set_password_url);
-    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
-    await page.getByLabel('Repeat the new password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL('**/login?done=password-set');
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/keys');
+    await setPasswordAndSignIn(page, added.set_password_url, email, PASSWORD);
 
     // Register: "Add a passkey" asks the server for options, the button hands them to the authenticator.
     await page.goto(`${origin}/account`);

@@ -1,10 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { APIError } from 'openai';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, type RunningSystem } from '../../scripts/system.ts';
+import type { RunningSystem } from '../../scripts/system.ts';
 import { openaiClient, waitForListing, seedDemoModels } from '../support/clients.ts';
+import { launchChromium, screenshots, setPasswordAndSignIn } from '../support/console-browser.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
 
 /**
@@ -14,13 +13,11 @@ import { admin, fundedAccount, startTestSystem } from '../support/system-fixture
  * between accounts (through the UI and by crafted requests). Screenshots are kept in
  * test-results/screenshots/ (git-ignored) as artifacts.
  */
-const SHOTS = join(ROOT, 'test-results', 'screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const PASSWORD_A = 'alpha member passphrase';
 const PASSWORD_B = 'bravo member passphrase';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `console-${name}.png`), fullPage: true });
+const shot = screenshots('console');
 const digits = (text: string | null) => Number((text ?? '').replace(/[^0-9]/g, ''));
 
 describe('account dashboard in a browser', () => {
@@ -41,15 +38,7 @@ describe('account dashboard in a browser', () => {
     expect(made.user_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(made.set_password_url).toContain(`${system.consoleUrl}/set-password?token=`);
     const page = await context.newPage();
-    await page.goto(made.set_password_url);
-    await page.getByLabel('New password', { exact: true }).fill(password);
-    await page.getByLabel('Repeat the new password').fill(password);
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL('**/login?done=password-set');
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/keys');
+    await setPasswordAndSignIn(page, made.set_password_url, email, password);
     return page;
   }
 
@@ -59,13 +48,12 @@ describe('account dashboard in a browser', () => {
   }
 
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     system = await startTestSystem();
     await seedDemoModels(system);
     alpha = await fundedAccount(system, 1_000_000);
     bravo = await fundedAccount(system, 50_000);
     await waitForListing(system, alpha.apiKey, ['gpt-sim-mini']);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     contextA = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     contextB = await browser.newContext({ viewport: { width: 390, height: 844 } }); // a phone: the pages are responsive
     pageA = await onboard(contextA, alpha.accountId, `alpha-${Date.now()}@example.com`, PASSWORD_A);
