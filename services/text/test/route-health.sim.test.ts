@@ -4,12 +4,14 @@ import { create, fromBinary } from '@bufbuild/protobuf';
 import { catalogV1, eventsV1, textV1 } from '@gw/contracts';
 import { FallbackRouter, ProviderRegistry, RouteHealthBoard, type HealthPolicy } from '@gw/providers';
 import { connectNats, createLogger, qualify, type NatsConnection } from '@gw/service-kit';
+import { Kvm } from '@nats-io/kv';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildSimulator } from '../../provider-simulator/src/app.ts';
 import { generate, generateStream, type TextDeps } from '../src/domain/text-generation.ts';
 import { CatalogFollower, liveTextRoutes } from '../src/health/live-routes.ts';
 import { PROBE_REQUEST_PREFIX, probeWith } from '../src/health/probe.ts';
-import { SharedRouteHealth } from '../src/health/shared-route-health.ts';
+import { kvKey } from '../src/health/route-status-codec.ts';
+import { bucketName, SharedRouteHealth } from '../src/health/shared-route-health.ts';
 
 const silent = createLogger('text-test', 'silent');
 const PRIMARY = { provider: 'primary', upstreamModel: 'gpt-sim-mini', priority: 0, weight: 1 };
@@ -364,7 +366,9 @@ describe('routes no live model uses', () => {
     await follower.reload();
     expect(a.health.board.routes()).toEqual([{ provider: 'backup', upstreamModel: 'compat-sim-chat' }]);
     expect(a.health.list().map((h) => h.provider)).toEqual(['backup']);
-    // The other replica reads the deletion from the shared bucket.
+    // Gone from the shared bucket, and so from the other replica.
+    const entry = await (await new Kvm(a.nc).open(bucketName(ns))).get(kvKey(PRIMARY));
+    expect(entry === null || entry.operation !== 'PUT').toBe(true);
     expect(await eventually(() => b.health.board.routes().length, (n) => n === 1)).toBe(1);
     // Past several probe intervals (at most 600 ms here), not one more probe.
     await new Promise((resolve) => setTimeout(resolve, 300));

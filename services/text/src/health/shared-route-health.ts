@@ -61,6 +61,7 @@ export class SharedRouteHealth {
   #probes = new Set<Promise<void>>();
   /** The routes live models use (`retainOnly`); undefined until known, and then every route counts. */
   #live: Set<string> | undefined;
+  #liveRoutes: readonly RouteRef[] = [];
 
   constructor(opts: SharedRouteHealthOptions) {
     this.board = opts.board;
@@ -116,6 +117,8 @@ export class SharedRouteHealth {
     );
     this.#kv = kv;
     this.#nc = nc;
+    // The routes forgotten while away from the bucket leave it too.
+    if (this.#live) void this.retainOnly(this.#liveRoutes);
     return async () => {
       this.#kv = undefined;
       this.#nc = undefined;
@@ -137,12 +140,23 @@ export class SharedRouteHealth {
    */
   async retainOnly(routes: readonly RouteRef[]): Promise<void> {
     this.#live = new Set(routes.map(routeKey));
+    this.#liveRoutes = routes;
     const kv = this.#kv;
-    for (const route of this.board.routes()) {
+    const known = new Map(this.board.routes().map((route) => [routeKey(route), route]));
+    try {
+      // Entries this replica has not read yet (it has just joined) are the bucket's too.
+      for await (const key of kv ? await kv.keys() : []) {
+        const route = routeOfKey(key);
+        if (route) known.set(routeKey(route), route);
+      }
+    } catch (err) {
+      this.#logger.warn({ err }, 'route health entries not listed');
+    }
+    for (const route of known.values()) {
       if (this.#isLive(route)) continue;
-      const known = this.board.status(route);
+      const state = this.board.status(route).state;
       this.board.forget(route);
-      if (known.state !== 'closed') this.#logger.info({ provider: route.provider, upstreamModel: route.upstreamModel, state: known.state }, 'route forgotten: no live model uses it');
+      if (state !== 'closed') this.#logger.info({ provider: route.provider, upstreamModel: route.upstreamModel, state }, 'route forgotten: no live model uses it');
       try {
         await kv?.delete(kvKey(route));
       } catch (err) {
