@@ -10,7 +10,7 @@ export interface TextDeps {
   providers: ProviderRegistry;
   router: FallbackRouter;
   now: () => number;
-  /** A streamed answer's first-event deadline per route when the request names none (ms). */
+  /** An answer's first-event deadline per route (streamed or complete) when the request names none (ms). */
   firstByteTimeoutMs: number;
 }
 
