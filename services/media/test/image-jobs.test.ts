@@ -80,6 +80,9 @@ describe('image jobs and Idempotency-Keys on real Postgres', () => {
     const done = await refusal(beginImageJob(em(), keyed(key), POLICY, at(2_000)));
     expect(done.code).toBe('duplicate_request');
     expect(done.details.job_id).toBe(jobId);
+    // The finish completed the key's claim, kept as long as the result.
+    const claims = await em().execute<Array<{ state: string; expires_at: Date }>>('select state, expires_at from idempotency_claim where job_id = ?', [jobId]);
+    expect(claims.map((c) => [c.state, new Date(c.expires_at).getTime()])).toEqual([['completed', at(1_000).getTime() + POLICY.resultTtlMs]]);
   });
 
   it('the same key with another body or endpoint is invalid_request; keys are per account', async () => {
@@ -105,6 +108,7 @@ describe('image jobs and Idempotency-Keys on real Postgres', () => {
     await recordOutput(em(), { jobId: first, provider: 'openai', keepResult: true }, [{ data: png(1, 1), mimeType: 'image/png' }]);
     await abandonImageJob(em(), { jobId: first, accountId: 'acct-1' }, T0);
     await abandonImageJob(em(), { jobId: first, accountId: 'acct-1' }, T0);
+    expect(await em().execute('select 1 from idempotency_claim where job_id = ?', [first])).toHaveLength(0);
     const again = await succeed(keyed(key), T0);
     expect(again).not.toBe(first);
     await abandonImageJob(em(), { jobId: again, accountId: 'acct-1' }, T0);

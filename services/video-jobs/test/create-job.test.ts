@@ -220,6 +220,9 @@ describe('creation saga: a job and its charge are one unit (real Postgres)', () 
       }).create(req);
       expect(duplicate).toBeInstanceOf(GatewayError);
       expect(duplicate).toMatchObject({ code: 'duplicate_request', details: {} });
+      // Queueing the job completed its claim: the row itself says so.
+      const [claim] = await orm.em.fork().execute<{ state: string }[]>('select state from idempotency_claim where job_id = ?', [view.jobId]);
+      expect(claim?.state).toBe('completed');
       await expect(creator().create(req)).rejects.toMatchObject({ code: 'duplicate_request', details: { job_id: view.jobId } });
       expect(billing.balance(acct)).toBe(9_600n);
       expect(await orm.em.fork().count(VideoJob, { accountId: acct, status: { $ne: 'abandoned' } })).toBe(1);
