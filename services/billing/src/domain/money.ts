@@ -4,7 +4,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { BillingUnit } from './pricing.ts';
 import { rateLimitError } from './rate-limit.ts';
 
-/** One money operation on an account, as `apply_ops` takes it (bigints travel as strings). */
+/** One money operation on an account, as `apply_groups` takes it (bigints travel as strings). */
 export type MoneyOp =
   | {
       op: 'authorize';
@@ -19,6 +19,8 @@ export type MoneyOp =
       price: string;
       /** The process that owns the hold and renews its lease; absent: no lease. */
       lease_owner?: string;
+      /** The client's own `x-request-id`, kept beside ours; absent: none. */
+      client_request_id?: string;
       /** Count the account rate limit first (the clock and the default limits). */
       rate_now_ms?: number;
       rate_per_second?: number;
@@ -36,7 +38,7 @@ export type MoneyOp =
   | { op: 'release'; request_id: string }
   | { op: 'refund'; request_id: string };
 
-/** What `apply_ops` answers for one op. */
+/** What `apply_groups` answers for one op. */
 export interface MoneyResult {
   ok: boolean;
   code?: string;

@@ -31,7 +31,7 @@ function ok(r: MoneyResult): MoneyResult {
 /**
  * The request lifecycle in credits: authorize (hold the worst case), then settle (charge the
  * actual cost) or release (charge nothing), and refund a settled charge. Each call goes through
- * the batcher into `apply_ops`, so it is one transaction and idempotent by request id.
+ * the batcher into `apply_groups`, so it is one transaction and idempotent by request id.
  */
 export class RequestMoney {
   readonly #batcher: MoneyBatcher;
@@ -75,6 +75,8 @@ export class RequestMoney {
       unit,
       price: req.pricePerUnit.toString(),
       ...(req.leaseOwner === '' ? {} : { lease_owner: req.leaseOwner.slice(0, 200) }),
+      // The client's own id is a note beside ours, written with the hold (a replay keeps the first).
+      ...(req.clientRequestId === '' ? {} : { client_request_id: req.clientRequestId.slice(0, 128) }),
       ...(req.checkRateLimit
         ? { rate_now_ms: this.#now().getTime(), rate_per_second: this.#rateDefaults.perSecond, rate_per_minute: this.#rateDefaults.perMinute }
         : {}),
@@ -82,13 +84,6 @@ export class RequestMoney {
     if (!r.ok && r.code === 'insufficient_balance') throw await this.#insufficient(req.accountId, amount, req.text);
     if (!r.ok && r.code === 'api_key_limit_exceeded') throw toGatewayError(r, await this.#windowReset(req.accountId, r.period ?? ''));
     ok(r);
-    // The client's own id is a note beside ours, off the hold's statement: only requests that
-    // carry one pay for it, and losing it loses no money.
-    if (req.clientRequestId !== '' && !r.replay) {
-      await this.#orm.em
-        .fork()
-        .execute('update "hold" set "client_request_id" = ? where "request_id" = ? and "client_request_id" is null', [req.clientRequestId.slice(0, 128), req.requestId]);
-    }
     return { held: BigInt(r.held ?? amount), balanceAfter: BigInt(r.balance_after!) };
   }
 

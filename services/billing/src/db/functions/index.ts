@@ -7,7 +7,7 @@ import type { RepeatableMigration } from '@gw/service-kit';
  * run again (`create or replace function`); a change of a function's arguments or result type
  * drops the old one first in the same file (`drop function if exists ...`).
  */
-const NAMES = ['credits_for', 'rate_verdict', 'count_rate', 'apply_ops', 'apply_batch', 'set_key_limit', 'alert_on_ledger'] as const;
+const NAMES = ['credits_for', 'rate_verdict', 'count_rate', 'alert_on_ledger', 'apply_groups', 'apply_ops', 'apply_batch', 'set_key_limit'] as const;
 
 export const billingFunctions: RepeatableMigration[] = NAMES.map((name) => ({
   name,

@@ -4,8 +4,8 @@ import { Migration } from '@mikro-orm/migrations';
  * The account's requests as a log (the dashboard's activity page) and the client's own request id.
  * - `client_request_id`: the `x-request-id` a client sent, kept beside our request id (the hold's
  *   key, which a client must not choose: a reused id would find another request's hold). Nullable
- *   and without a default, so adding it rewrites nothing; written after the hold, outside
- *   `apply_ops`, only for requests that carry one.
+ *   and without a default, so adding it rewrites nothing; written with the hold, for requests that
+ *   carry one.
  * - An index by account and time, so a page of the log reads one range, newest first.
  */
 export class Migration003RequestActivity extends Migration {
