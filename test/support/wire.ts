@@ -87,3 +87,11 @@ export function stable<T>(value: T, extra: Record<string, string> = {}): T {
   };
   return walk(value) as T;
 }
+
+/**
+ * An error answer on one line, for tables of them in a snapshot: the status, the headers SDKs act
+ * on (`null` when absent) and the body exactly as sent.
+ */
+export function errorLine(status: number, headers: Headers, body: unknown): string {
+  return `${status} retry-after=${headers.get('retry-after')} x-should-retry=${headers.get('x-should-retry')} ${typeof body === 'string' ? body : JSON.stringify(body)}`;
+}
