@@ -357,7 +357,7 @@ describe('helm lint and helm template', () => {
     expect(named(objs, 'ConfigMap', `${PREFIX}-console`).data!.CONSOLE_TRUST_PROXY).toBe('uniquelocal');
     const from = (name: string) => componentsOf(named(objs, 'NetworkPolicy', `${PREFIX}-${name}`).spec.ingress?.flatMap((r) => r.from ?? []));
     expect(from('billing')).toEqual(['admin-cli', 'console', 'edge-gateway', 'video-jobs']);
-    expect(from('catalog')).toEqual(['admin-cli', 'console', 'edge-gateway']);
+    expect(from('catalog')).toEqual(['admin-cli', 'console', 'edge-gateway', 'text']);
     expect(from('console')).toEqual(['admin-cli']);
     expect(from('provider-simulator')).toEqual(['catalog', 'media', 'text', 'video-jobs']);
     for (const cm of ofKind(objs, 'ConfigMap')) {
