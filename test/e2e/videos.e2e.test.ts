@@ -11,6 +11,7 @@ import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { balanceOf, billingClient, catalogClient, postDeclaredLength, waitForListing } from '../support/clients.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+import { stable } from '../support/wire.ts';
 
 /** Demo prices in credits per second of video. */
 const PRICE: Record<string, number> = Object.fromEntries(DEMO_MODELS.map((m) => [m.id, Number(m.priceCreditPerUnit)]));
@@ -322,8 +323,19 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
     const first = await createJob(body, { headers: { 'idempotency-key': key } });
     // The same request, its JSON laid out differently.
     const replay = await api('POST', '/videos/generations', { body: JSON.stringify({ duration_seconds: 4, prompt: 'only once', model: 'sora-sim' }, null, 2), headers: { 'idempotency-key': key } });
-    expect(replay.status).toBe(409);
-    expect(errorOf(replay)).toMatchObject({ code: 'duplicate_request', job_id: first.id });
+    expect(errorOf(replay).job_id).toBe(first.id);
+    expect({ status: replay.status, body: stable(replay.json()) }).toMatchInlineSnapshot(`
+      {
+        "body": {
+          "error": {
+            "code": "duplicate_request",
+            "job_id": "<job id>",
+            "message": "A request with this Idempotency-Key already created a job; poll job_id. Nothing new was charged.",
+          },
+        },
+        "status": 409,
+      }
+    `);
     const changed = await api('POST', '/videos/generations', { body: { ...body, duration_seconds: 8 }, headers: { 'idempotency-key': key } });
     expect([changed.status, errorOf(changed).code]).toEqual([400, 'invalid_request']);
     expect(await balanceOf(system, account.accountId)).toBe(before - 4 * PRICE['sora-sim']!);
@@ -379,6 +391,20 @@ describe('video jobs through the whole system (provider simulator: sora-sim, veo
       expect(await balanceOf(system, account.accountId)).toBe(before - charge);
       const refunded = await waitFor(job.id, (j) => j.status === 'failed' && j.service.credit_refunded === charge);
       expect(refunded).not.toHaveProperty('content_url');
+      // The failed job as a client reads it (the same for every fault: its reason is not shown).
+      expect(stable(refunded, { completed_at: '<unix seconds>', expires_at: '<unix seconds>' })).toMatchInlineSnapshot(`
+        {
+          "created_at": "<unix seconds>",
+          "id": "<id>",
+          "model": "sora-sim",
+          "requested_duration_seconds": 6,
+          "service": {
+            "credit_charged": 30000,
+            "credit_refunded": 30000,
+          },
+          "status": "failed",
+        }
+      `);
       await vi.waitFor(async () => expect(await balanceOf(system, account.accountId)).toBe(before), { timeout: 10_000, interval: 50 });
       const download = await api('GET', `/videos/generations/${job.id}/content`);
       expect([download.status, errorOf(download).code]).toEqual([404, 'not_found']);
