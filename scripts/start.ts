@@ -212,7 +212,8 @@ function memberLines(password: string | null): string[] {
 
 /** Seeds once per database: the seed file remembers which database got the demo account. */
 async function seed(system: RunningSystem, databaseUrl: string): Promise<{ lines: string[]; apiKey?: string }> {
-  const billing = createClient(billingV1.BillingService, system.billingAddr);
+  const billingAdmin = createClient(billingV1.BillingAdminService, system.billingAddr);
+  const accounts = createClient(billingV1.AccountService, system.billingAddr);
   const catalog = createClient(catalogV1.CatalogService, system.catalogAddr);
   try {
     let previous: { databaseUrl?: string; accountId?: string } = {};
@@ -224,7 +225,7 @@ async function seed(system: RunningSystem, databaseUrl: string): Promise<{ lines
     // The demo models are served by the simulator; with real providers the operator adds their own.
     if (!process.env.PROVIDERS) for (const model of DEMO_MODELS) await catalog.upsertModel({ model });
     if (previous.databaseUrl === databaseUrl && previous.accountId) {
-      const ok = await billing.getWallet({ accountId: previous.accountId }).then(() => true, () => false);
+      const ok = await accounts.getWallet({ accountId: previous.accountId }).then(() => true, () => false);
       if (ok) {
         return {
           lines: [
@@ -236,9 +237,9 @@ async function seed(system: RunningSystem, databaseUrl: string): Promise<{ lines
         };
       }
     }
-    const { accountId } = await billing.createAccount({ name: 'demo' });
-    await billing.topUp({ accountId, credits: 1_000_000n, reference: `demo-seed:${accountId}` });
-    const { apiKey } = await billing.createApiKey({ accountId, name: 'demo' });
+    const { accountId } = await billingAdmin.createAccount({ name: 'demo' });
+    await billingAdmin.topUp({ accountId, credits: 1_000_000n, reference: `demo-seed:${accountId}` });
+    const { apiKey } = await accounts.createApiKey({ accountId, name: 'demo' });
     writeFileSync(SEED_FILE, JSON.stringify({ databaseUrl, accountId }));
     return {
       apiKey,
@@ -249,7 +250,8 @@ async function seed(system: RunningSystem, databaseUrl: string): Promise<{ lines
       ],
     };
   } finally {
-    billing.close();
+    billingAdmin.close();
+    accounts.close();
     catalog.close();
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { billingV1, createClient, healthV1 } from '@gw/contracts';
 import { createMoneyExchange, type MoneyCalls } from '../../services/edge-gateway/src/generation/billing-exchange.ts';
+import { billingClient } from '../support/clients.ts';
 import { fmt, runFixed, scratchDatabase, startService } from './support.ts';
 
 /**
@@ -25,7 +26,8 @@ const billingProc = await startService('billing', {
   RATE_LIMIT_PER_SECOND: '1000000',
   RATE_LIMIT_PER_MINUTE: '100000000',
 });
-const billing = createClient(billingV1.BillingService, billingProc.address);
+// The unary rows call BillingService's rpcs; accounts are made as an operator would.
+const billing = billingClient({ billingAddr: billingProc.address });
 const exchange = createMoneyExchange(billingProc.address);
 const health = createClient(healthV1.Health, billingProc.address);
 

@@ -6,9 +6,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { billingV1, createClient } from '@gw/contracts';
 import { ROOT, startSystem, stopChild, waitForReadyFile, type RunningSystem } from '../../scripts/system.ts';
-import { seedDemoModels } from '../support/clients.ts';
+import { billingClient, seedDemoModels } from '../support/clients.ts';
 
 /** Benchmarks run in a database of their own, dropped at the end. */
 export async function scratchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -127,7 +126,7 @@ export async function startBenchSystem(): Promise<{ system: RunningSystem; apiKe
 
 /** `count` accounts funded far beyond any run, each with an API key. */
 export async function fundedAccounts(system: RunningSystem, count: number): Promise<Array<{ apiKey: string; accountId: string; keyId: string }>> {
-  const billing = createClient(billingV1.BillingService, system.billingAddr);
+  const billing = billingClient(system);
   try {
     const accounts = [];
     for (let i = 0; i < count; i++) {

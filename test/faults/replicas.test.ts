@@ -131,7 +131,7 @@ describe('replicas without a balancer', () => {
     expect(await admin({ ...system, billingAddr: live.address }, 'ledger', 'audit')).toMatchObject({ ok: true, problems: [] });
 
     // The whole system ran with the service token; a call without it is refused.
-    const stranger = createClient(billingV1.BillingService, live.address, { token: '' });
+    const stranger = createClient(billingV1.AccountService, live.address, { token: '' });
     try {
       const refused = await stranger.getWallet({ accountId }).catch((e: unknown) => e);
       expect((refused as RpcError).grpcCode).toBe(status.UNAUTHENTICATED);

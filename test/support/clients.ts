@@ -18,8 +18,26 @@ export function anthropicClient(system: RunningSystem, apiKey: string): Anthropi
   return new Anthropic({ baseURL: new URL(system.baseUrl).origin, authToken: apiKey, apiKey: null, maxRetries: 0, timeout: 30_000 });
 }
 
-export function billingClient(system: RunningSystem) {
-  return createClient(billingV1.BillingService, system.billingAddr);
+/**
+ * Billing's three services at the system's billing address as one client: a whole-system test acts
+ * as the gateway, an operator and a member alike (BillingService, BillingAdminService,
+ * AccountService; no rpc name is in two of them).
+ */
+export function billingClient(system: Pick<RunningSystem, 'billingAddr'>) {
+  const parts = [
+    createClient(billingV1.BillingService, system.billingAddr),
+    createClient(billingV1.BillingAdminService, system.billingAddr),
+    createClient(billingV1.AccountService, system.billingAddr),
+  ] as const;
+  const [hot, admin, account] = parts;
+  return {
+    ...hot,
+    ...admin,
+    ...account,
+    close() {
+      for (const part of parts) part.close();
+    },
+  };
 }
 
 export function catalogClient(system: RunningSystem) {

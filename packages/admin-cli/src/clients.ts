@@ -83,14 +83,22 @@ export function clients() {
   // The services' shared token: SERVICE_TOKEN, else the one the running `pnpm start` made.
   const token = process.env.SERVICE_TOKEN ?? (localRun().serviceToken as string | undefined);
   const options = { defaultTimeoutMs: 30_000, connectWaitMs: REACH_WAIT_MS, metadata: actorMetadata(), token };
+  // Billing's services by audience, all at one address: the operators', an account's own, and the
+  // request path's (for the switches an operator reads).
+  const billingAdmin = reporting(createClient(billingV1.BillingAdminService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
+  const accounts = reporting(createClient(billingV1.AccountService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
   const billing = reporting(createClient(billingV1.BillingService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
   const alerts = reporting(createClient(alertsV1.AlertsService, a.billing, options), 'billing', a.billing, 'BILLING_ADDR');
   const catalog = reporting(createClient(catalogV1.CatalogService, a.catalog, options), 'catalog', a.catalog, 'CATALOG_ADDR');
   return {
+    billingAdmin,
+    accounts,
     billing,
     alerts,
     catalog,
     close() {
+      billingAdmin.close();
+      accounts.close();
       billing.close();
       alerts.close();
       catalog.close();

@@ -3,7 +3,7 @@ export { addService, bindServer, shutdownServer, type AddServiceOptions } from '
 export { createClient, type ClientOptions } from './grpc/client.ts';
 export { RpcError, toStatus } from './grpc/errors.ts';
 export { HealthState, addHealthService } from './grpc/health.ts';
-export * as billingV1 from './gen/gateway/billing/v1/billing_pb.js';
+export * as billingV1 from './billing-v1.ts';
 export * as alertsV1 from './gen/gateway/billing/v1/alerts_pb.js';
 export * as catalogV1 from './gen/gateway/catalog/v1/catalog_pb.js';
 export * as eventsV1 from './gen/gateway/events/v1/events_pb.js';

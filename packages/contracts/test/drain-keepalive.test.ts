@@ -9,7 +9,7 @@ import { type MethodsOf, type ServiceImpl, addService, billingV1, bindServer, cr
 // (grpc/grpc-node#3068; patched in patches/@grpc__grpc-js@1.14.7.patch). A media job running
 // when media was stopped was lost that way instead of finished.
 
-type Billing = ServiceImpl<MethodsOf<typeof billingV1.BillingService>>;
+type Billing = ServiceImpl<MethodsOf<typeof billingV1.BillingAdminService>>;
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
@@ -22,18 +22,18 @@ describe('a server shutting down gracefully', () => {
     const running = new Promise<void>((resolve) => (started = resolve));
     const server = new grpc.Server();
     const impl = Object.fromEntries(
-      billingV1.BillingService.methods.map((m) => [m.localName, async () => Promise.reject(new Error(`${m.localName} not in this test`))]),
+      billingV1.BillingAdminService.methods.map((m) => [m.localName, async () => Promise.reject(new Error(`${m.localName} not in this test`))]),
     ) as unknown as Billing;
     impl.createAccount = async (req) => {
       started();
       await new Promise((r) => setTimeout(r, 3_500));
       return { accountId: `finished ${req.name}` };
     };
-    addService(server, billingV1.BillingService, impl);
+    addService(server, billingV1.BillingAdminService, impl);
     const port = await bindServer(server, '127.0.0.1', 0);
     cleanup.push(() => server.forceShutdown());
     // Keepalive every 500 ms: at least five pings fall while the call drains.
-    const client = createClient(billingV1.BillingService, `127.0.0.1:${port}`, { keepaliveMs: 500, defaultTimeoutMs: 20_000 });
+    const client = createClient(billingV1.BillingAdminService, `127.0.0.1:${port}`, { keepaliveMs: 500, defaultTimeoutMs: 20_000 });
     cleanup.push(() => client.close());
 
     const call = client.createAccount({ name: 'slow' });

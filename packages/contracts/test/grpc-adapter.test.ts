@@ -50,25 +50,23 @@ describe('grpc adapter', () => {
   beforeAll(async () => {
     addService(
       server,
-      billingV1.BillingService,
+      billingV1.BillingAdminService,
       {
-        ...unimplemented<ServiceImpl<MethodsOf<typeof billingV1.BillingService>>>(billingV1.BillingService),
+        ...unimplemented<ServiceImpl<MethodsOf<typeof billingV1.BillingAdminService>>>(billingV1.BillingAdminService),
         createAccount: async (req) => {
           if (req.name === 'boom') throw new Error('db password=secret leaked?');
           if (req.name === '') throw new GatewayError('invalid_request', 'name is required');
           return { accountId: `acct-${req.name}` };
         },
         topUp: async (req) => ({ balance: req.credits * 2n, applied: true }),
-        getWallet: async (_req, ctx) => {
+        listAccounts: async () => {
           await new Promise((r) => setTimeout(r, 300));
-          return { balance: BigInt(ctx.deadline > Date.now() ? 1 : 0) };
+          return { accounts: [] };
         },
-        createApiKey: async () => {
+        setKeyLimit: async () => {
           throw new GatewayError('api_key_limit_exceeded', 'limit', { limit_type: 'requests', period: 'daily' });
         },
         revokeApiKey: async () => ({ revokedAtUnixMs: 1n }),
-        listApiKeys: async () => ({ keys: [] }),
-        lookupApiKey: async () => ({ keyId: 'k', accountId: 'a' }),
       },
       { onUnexpectedError: (err) => unexpected.push(err) },
     );
@@ -79,7 +77,7 @@ describe('grpc adapter', () => {
   afterAll(() => shutdownServer(server, 1000));
 
   it('round-trips unary calls, int64 included', async () => {
-    const client = createClient(billingV1.BillingService, address);
+    const client = createClient(billingV1.BillingAdminService, address);
     expect((await client.createAccount({ name: 'x' })).accountId).toBe('acct-x');
     expect((await client.topUp({ accountId: 'a', credits: 9_007_199_254_740_993n, reference: 'r' })).balance).toBe(
       18_014_398_509_481_986n,
@@ -88,20 +86,20 @@ describe('grpc adapter', () => {
   });
 
   it('carries a domain error code and its details across', async () => {
-    const client = createClient(billingV1.BillingService, address);
+    const client = createClient(billingV1.BillingAdminService, address);
     await expect(client.createAccount({ name: '' })).rejects.toMatchObject({
       name: 'GatewayError',
       code: 'invalid_request',
       message: 'name is required',
     });
-    const err = await client.createApiKey({ accountId: 'a' }).catch((e: unknown) => e);
+    const err = await client.setKeyLimit({ keyId: 'k' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(GatewayError);
     expect((err as GatewayError).details).toEqual({ limit_type: 'requests', period: 'daily' });
     client.close();
   });
 
   it('hides unexpected errors behind INTERNAL and reports them to the service', async () => {
-    const client = createClient(billingV1.BillingService, address);
+    const client = createClient(billingV1.BillingAdminService, address);
     const err = await client.createAccount({ name: 'boom' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RpcError);
     expect((err as RpcError).grpcCode).toBe(grpc.status.INTERNAL);
@@ -164,8 +162,8 @@ describe('grpc adapter', () => {
   });
 
   it('enforces deadlines', async () => {
-    const client = createClient(billingV1.BillingService, address, { defaultTimeoutMs: 50 });
-    const err = await client.getWallet({ accountId: 'a' }).catch((e: unknown) => e);
+    const client = createClient(billingV1.BillingAdminService, address, { defaultTimeoutMs: 50 });
+    const err = await client.listAccounts({}).catch((e: unknown) => e);
     expect((err as RpcError).grpcCode).toBe(grpc.status.DEADLINE_EXCEEDED);
     client.close();
   });

@@ -48,13 +48,13 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).toReversed()) await step();
 });
 
-/** A billing server answering CreateAccount with its own name, and Authorize (on the exchange) with its number. */
+/** A billing server answering LookupApiKey with its own name (as the account), and Authorize (on the exchange) with its number. */
 const byHeld = (held: bigint) => (held === 1n ? 'a' : 'b');
 async function replica(name: string, token?: string, options: grpc.ServerOptions = {}): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server(options);
   const impl: Billing = {
     ...unimplemented<Billing>(billingV1.BillingService),
-    createAccount: async () => ({ accountId: name }),
+    lookupApiKey: async () => ({ keyId: 'k', accountId: name }),
     renewLease: async () => ({}),
     exchange: (call, ctx) =>
       serveExchange(call, ctx, {
@@ -129,9 +129,9 @@ describe('replicas behind one address', () => {
     const [a, b] = await Promise.all([replica('a'), replica('b')]);
     const client = createClient(billingV1.BillingService, `127.0.0.1:${a.port},127.0.0.1:${b.port}`);
     cleanup.push(() => client.close());
-    await client.createAccount({ name: 'x' }); // connected
+    await client.lookupApiKey({}); // connected
     await sleep(200); // both subchannels ready
-    const served = await Promise.all(Array.from({ length: 20 }, () => client.createAccount({ name: 'x' }).then((r) => r.accountId)));
+    const served = await Promise.all(Array.from({ length: 20 }, () => client.lookupApiKey({}).then((r) => r.accountId)));
     expect(served.filter((s) => s === 'a').length).toBeGreaterThanOrEqual(5);
     expect(served.filter((s) => s === 'b').length).toBeGreaterThanOrEqual(5);
   });
@@ -140,10 +140,10 @@ describe('replicas behind one address', () => {
     const [a, b] = await Promise.all([replica('a'), replica('b')]);
     const client = createClient(billingV1.BillingService, `127.0.0.1:${a.port},127.0.0.1:${b.port}`);
     cleanup.push(() => client.close());
-    await Promise.all(Array.from({ length: 4 }, () => client.createAccount({ name: 'x' })));
+    await Promise.all(Array.from({ length: 4 }, () => client.lookupApiKey({})));
     a.server.forceShutdown();
     await sleep(300);
-    const served = await Promise.all(Array.from({ length: 20 }, () => client.createAccount({ name: 'x' }).then((r) => r.accountId)));
+    const served = await Promise.all(Array.from({ length: 20 }, () => client.lookupApiKey({}).then((r) => r.accountId)));
     expect(served).toEqual(Array(20).fill('b'));
   });
 
@@ -152,18 +152,18 @@ describe('replicas behind one address', () => {
     const hung = await freezable(a.port);
     const client = createClient(billingV1.BillingService, `127.0.0.1:${hung.port},127.0.0.1:${b.port}`, { defaultTimeoutMs: 10_000 });
     cleanup.push(() => client.close());
-    await client.createAccount({ name: 'x' }); // connected
+    await client.lookupApiKey({}); // connected
     await sleep(300); // both subchannels ready
-    const before = await Promise.all(Array.from({ length: 10 }, () => client.createAccount({ name: 'x' }).then((r) => r.accountId)));
+    const before = await Promise.all(Array.from({ length: 10 }, () => client.lookupApiKey({}).then((r) => r.accountId)));
     expect(new Set(before)).toEqual(new Set(['a', 'b']));
 
     hung.freeze();
     // A call sent to the hung replica now is in flight there: it fails UNAVAILABLE when keepalive
     // closes the connection (within about 2 s), not at its 10 s deadline.
-    const inFlight = await Promise.allSettled(Array.from({ length: 4 }, () => client.createAccount({ name: 'x' }, { timeoutMs: 10_000 })));
+    const inFlight = await Promise.allSettled(Array.from({ length: 4 }, () => client.lookupApiKey({}, { timeoutMs: 10_000 })));
     const outcomes = inFlight.map((r) => (r.status === 'rejected' ? (r.reason as RpcError).grpcCode : r.value.accountId));
     expect(outcomes.every((o) => o === grpc.status.UNAVAILABLE || o === 'b')).toBe(true);
-    const later = await Promise.all(Array.from({ length: 20 }, () => client.createAccount({ name: 'x' }, { timeoutMs: 10_000 }).then((r) => r.accountId)));
+    const later = await Promise.all(Array.from({ length: 20 }, () => client.lookupApiKey({}, { timeoutMs: 10_000 }).then((r) => r.accountId)));
     expect(later).toEqual(Array(20).fill('b'));
   });
 
@@ -185,7 +185,7 @@ describe('replicas behind one address', () => {
     const [a, b] = await Promise.all([replica('a'), replica('b')]);
     const client = createClient(billingV1.BillingService, `127.0.0.1:${a.port},127.0.0.1:${b.port}`);
     cleanup.push(() => client.close());
-    await client.createAccount({ name: 'x' });
+    await client.lookupApiKey({});
     await sleep(200);
     const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, rotateMs: 100 });
     cleanup.push(() => exchange.close());
@@ -210,7 +210,7 @@ describe('connections asked to close by age (GRPC_MAX_CONNECTION_AGE_MS, the cha
     const until = Date.now() + 2_000;
     let calls = 0;
     while (Date.now() < until) {
-      const [account, hold] = await Promise.all([client.createAccount({ name: 'x' }), money.authorize({ accountId: 'acct' })]);
+      const [account, hold] = await Promise.all([client.lookupApiKey({}), money.authorize({ accountId: 'acct' })]);
       expect([account.accountId, hold.held]).toEqual(['a', 1n]);
       calls++;
       await sleep(20);
@@ -231,11 +231,11 @@ describe('the service token', () => {
     const right = createClient(billingV1.BillingService, address, { token });
     cleanup.push(() => (none.close(), wrong.close(), right.close()));
 
-    const missing = await none.createAccount({ name: 'x' }).catch((e: unknown) => e);
+    const missing = await none.lookupApiKey({}).catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(RpcError);
     expect((missing as RpcError).grpcCode).toBe(grpc.status.UNAUTHENTICATED);
     expect((missing as Error).message).toMatch(/no service token.*SERVICE_TOKEN/);
-    const bad = await wrong.createAccount({ name: 'x' }).catch((e: unknown) => e);
+    const bad = await wrong.lookupApiKey({}).catch((e: unknown) => e);
     expect((bad as RpcError).grpcCode).toBe(grpc.status.UNAUTHENTICATED);
     expect((bad as Error).message).toMatch(/wrong service token/);
     // The bidirectional exchange is refused too: no call on it is served.
@@ -244,7 +244,7 @@ describe('the service token', () => {
     const refused = await noneMoney.authorize({ accountId: 'acct' }).catch((e: unknown) => e);
     expect((refused as RpcError).grpcCode).toBe(grpc.status.UNAUTHENTICATED);
 
-    expect((await right.createAccount({ name: 'x' })).accountId).toBe('a');
+    expect((await right.lookupApiKey({})).accountId).toBe('a');
     const money = moneyOn(address, { token });
     cleanup.push(() => money.close());
     expect((await money.authorize({ accountId: 'acct' })).held).toBe(1n);
@@ -262,7 +262,7 @@ describe('the service token', () => {
     try {
       const client = createClient(billingV1.BillingService, `127.0.0.1:${port}`);
       cleanup.push(() => client.close());
-      expect((await client.createAccount({ name: 'x' })).accountId).toBe('a');
+      expect((await client.lookupApiKey({})).accountId).toBe('a');
     } finally {
       if (saved === undefined) delete process.env.SERVICE_TOKEN;
       else process.env.SERVICE_TOKEN = saved;

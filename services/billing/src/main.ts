@@ -8,12 +8,14 @@ import { releaseOrphanHolds, startHoldSweeper } from './domain/hold-sweeper.ts';
 import { RequestMoney } from './domain/requests.ts';
 import { settleAbandonedImageJobs } from './events/image-job-abandoned.subscriber.ts';
 import { refundFailedVideoJobs } from './events/video-job-failed.subscriber.ts';
+import { accountHandler } from './grpc/account.handler.ts';
+import { billingAdminHandler } from './grpc/billing-admin.handler.ts';
 import { billingHandler } from './grpc/billing.handler.ts';
 import { startAlertSender } from './alert-sender.ts';
 import { DEFAULT_RETRY_DELAYS_MS } from './domain/alerts.ts';
 import { alertsHandler } from './grpc/alerts.handler.ts';
 import { recordAudit } from './domain/audit-trail.ts';
-import { ALERTS_AUDITED, BILLING_AUDITED } from './grpc/audited.ts';
+import { ACCOUNT_AUDITED, ALERTS_AUDITED, BILLING_ADMIN_AUDITED } from './grpc/audited.ts';
 
 const env = loadConfig(
   z.object({
@@ -85,9 +87,12 @@ await runGrpcService({
         logger,
       ),
     );
-    const billing = billingHandler({ orm, money, rateDefaults, now, holdLeaseMs: env.HOLD_LEASE_MS });
+    const deps = { orm, money, rateDefaults, now, holdLeaseMs: env.HOLD_LEASE_MS };
+    // Three services by audience (proto/gateway/billing/v1): a billed request's calls, the operators', an account's own.
     return [
-      [billingV1.BillingService, audited('billing', billing, BILLING_AUDITED, recordAudit, orm, logger)],
+      [billingV1.BillingService, billingHandler(deps)],
+      [billingV1.BillingAdminService, audited('billing', billingAdminHandler(deps), BILLING_ADMIN_AUDITED, recordAudit, orm, logger)],
+      [billingV1.AccountService, audited('billing', accountHandler(deps), ACCOUNT_AUDITED, recordAudit, orm, logger)],
       [alertsV1.AlertsService, audited('alerts', alertsHandler({ orm, policy, now }), ALERTS_AUDITED, recordAudit, orm, logger)],
     ];
   },

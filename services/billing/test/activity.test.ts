@@ -5,7 +5,8 @@ import { billingV1, type CallContext } from '@gw/contracts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RequestMoney } from '../src/domain/requests.ts';
-import { billingHandler } from '../src/grpc/billing.handler.ts';
+import { accountHandler } from '../src/grpc/account.handler.ts';
+import { billingAdminHandler } from '../src/grpc/billing-admin.handler.ts';
 import { account, billingOrm, expectAuditClean, refusal } from './support.ts';
 
 const { IMAGE, MILLION_TOKENS } = billingV1.BillingUnit;
@@ -19,7 +20,7 @@ describe('ListActivity and client request ids on real Postgres', () => {
   let orm: MikroORM;
   let clock = new Date();
   let money: RequestMoney;
-  let rpc: ReturnType<typeof billingHandler>;
+  let rpc: ReturnType<typeof accountHandler> & ReturnType<typeof billingAdminHandler>;
   let a: { accountId: string; keyId: string };
   let b: { accountId: string; keyId: string };
   const ids: Record<string, string> = {};
@@ -52,7 +53,8 @@ describe('ListActivity and client request ids on real Postgres', () => {
   beforeAll(async () => {
     orm = await billingOrm();
     money = new RequestMoney(orm, { now: () => clock });
-    rpc = billingHandler({ orm, money, rateDefaults: { perSecond: 1000, perMinute: 100_000 }, now: () => new Date() });
+    const deps = { orm, rateDefaults: { perSecond: 1000, perMinute: 100_000 }, now: () => new Date() };
+    rpc = { ...accountHandler(deps), ...billingAdminHandler(deps) };
     a = await account(orm, 1_000_000n);
     b = await account(orm, 1_000_000n);
     await request('settled', '2026-03-01T10:00:00Z', 'settle', { ms: 1500, client: 'my-trace-1' });

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROOT, stopChild, waitForReadyFile } from '../../../scripts/system.ts';
 import { billingEntities } from '../src/db/entities.ts';
 import { billingMigrations } from '../src/db/migrations/index.ts';
+import { billingClients } from './clients.ts';
 import { billingOrm } from './support.ts';
 
 // Alerts as billing runs them: the billing process (its ledger trigger, alert sender and outbox
@@ -43,7 +44,7 @@ const received: Received[] = [];
 let failNextLow = 0;
 const ns = `al${randomBytes(4).toString('hex')}`;
 const ACTOR = { 'gw-actor': 'operator:alert-test', 'gw-actor-origin': 'cli@test-host' };
-let billing: ReturnType<typeof createClient<typeof billingV1.BillingService.method>>;
+let billing: ReturnType<typeof billingClients>;
 let alerts: ReturnType<typeof createClient<typeof alertsV1.AlertsService.method>>;
 
 async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 15_000): Promise<T> {
@@ -104,7 +105,7 @@ beforeAll(async () => {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const address = await waitForReadyFile(ready, child, 'billing', 60_000);
-  billing = createClient(billingV1.BillingService, address, { metadata: ACTOR });
+  billing = billingClients(address, { metadata: ACTOR });
   alerts = createClient(alertsV1.AlertsService, address, { metadata: ACTOR });
 }, 120_000);
 

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { billingV1, createClient, RpcError, type MethodsOf, type ServiceClient } from '@gw/contracts';
+import { billingV1, RpcError } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { createOrm } from '@gw/service-kit';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROOT, stopChild, waitForReadyFile } from '../../../scripts/system.ts';
 import { billingEntities } from '../src/db/entities.ts';
 import { billingMigrations } from '../src/db/migrations/index.ts';
+import { billingClients } from './clients.ts';
 import { moneyExchange } from './money-exchange.ts';
 import { billingOrm } from './support.ts';
 
@@ -24,7 +25,7 @@ interface Replica {
   child: ChildProcess;
   address: string;
   money: ReturnType<typeof moneyExchange>;
-  rpc: ServiceClient<MethodsOf<typeof billingV1.BillingService>> & { close(): void };
+  rpc: ReturnType<typeof billingClients>;
 }
 
 let admin: MikroORM;
@@ -53,7 +54,7 @@ async function startBilling(): Promise<Replica> {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const address = await waitForReadyFile(ready, child, 'billing', 60_000);
-  const replica = { child, address, money: moneyExchange(address), rpc: createClient(billingV1.BillingService, address) };
+  const replica = { child, address, money: moneyExchange(address), rpc: billingClients(address) };
   started.push(replica);
   return replica;
 }

@@ -6,7 +6,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/domain/api-keys.ts';
 import { RequestMoney } from '../src/domain/requests.ts';
-import { billingHandler } from '../src/grpc/billing.handler.ts';
+import { accountHandler } from '../src/grpc/account.handler.ts';
 import { account, billingOrm, expectAuditClean, refusal } from './support.ts';
 
 const { IMAGE, MILLION_TOKENS, SECOND } = billingV1.BillingUnit;
@@ -22,7 +22,7 @@ describe('dashboard rpcs on real Postgres', () => {
   let orm: MikroORM;
   let clock = new Date();
   let money: RequestMoney;
-  let rpc: ReturnType<typeof billingHandler>;
+  let rpc: ReturnType<typeof accountHandler>;
   let a: { accountId: string; keyId: string };
   let a2: string;
   let b: { accountId: string; keyId: string };
@@ -57,7 +57,7 @@ describe('dashboard rpcs on real Postgres', () => {
   beforeAll(async () => {
     orm = await billingOrm();
     money = new RequestMoney(orm, { now: () => clock });
-    rpc = billingHandler({ orm, money, rateDefaults: { perSecond: 1000, perMinute: 100_000 }, now: () => new Date() });
+    rpc = accountHandler({ orm, now: () => new Date() });
     a = await account(orm, 10_000n);
     a2 = (await createApiKey(orm.em.fork(), a.accountId, 'second', null)).keyId;
     b = await account(orm, 10_000n);

@@ -13,7 +13,7 @@ export function accountCommands(program: Command, run: Run): void {
     .requiredOption('--name <name>', 'account name')
     .option('--json', 'print one JSON object')
     .action((o: { name: string; json?: boolean }) =>
-      run(async (c) => ({ account_id: (await c.billing.createAccount({ name: o.name })).accountId }), !!o.json),
+      run(async (c) => ({ account_id: (await c.billingAdmin.createAccount({ name: o.name })).accountId }), !!o.json),
     );
 
   account
@@ -23,7 +23,7 @@ export function accountCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { name: string; limit: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.listAccounts({ limit: Number(positiveInt('--limit', o.limit, 1000n)), nameContains: o.name });
+        const res = await c.billingAdmin.listAccounts({ limit: Number(positiveInt('--limit', o.limit, 1000n)), nameContains: o.name });
         return {
           accounts: res.accounts.map((a) => ({
             account_id: a.accountId,
@@ -41,9 +41,9 @@ export function accountCommands(program: Command, run: Run): void {
     .action((accountId: string, o: { json?: boolean }) =>
       run(async (c) => {
         const [acct, wallet, keys] = await Promise.all([
-          c.billing.getAccount({ accountId }),
-          c.billing.getWallet({ accountId }),
-          c.billing.listApiKeys({ accountId }),
+          c.accounts.getAccount({ accountId }),
+          c.accounts.getWallet({ accountId }),
+          c.accounts.listKeyDetails({ accountId }),
         ]);
         return {
           account_id: acct.accountId,
@@ -51,7 +51,7 @@ export function accountCommands(program: Command, run: Run): void {
           time_zone: acct.timeZone,
           created_at: iso(acct.createdAtUnixMs),
           balance: wallet.balance,
-          keys: keys.keys.map((k) => ({
+          keys: keys.keys.map((d) => d.info!).map((k) => ({
             key_id: k.keyId,
             name: k.name,
             key: `${k.prefix}...${k.lastFour}`,
@@ -72,7 +72,7 @@ export function accountCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { account: string; credits: string; reference: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.topUp({
+        const res = await c.billingAdmin.topUp({
           accountId: o.account,
           credits: positiveInt('--credits', o.credits),
           reference: o.reference,
@@ -85,7 +85,7 @@ export function accountCommands(program: Command, run: Run): void {
     .requiredOption('--account <id>', 'account id')
     .option('--json', 'print one JSON object')
     .action((o: { account: string; json?: boolean }) =>
-      run(async (c) => ({ balance: (await c.billing.getWallet({ accountId: o.account })).balance }), !!o.json),
+      run(async (c) => ({ balance: (await c.accounts.getWallet({ accountId: o.account })).balance }), !!o.json),
     );
 }
 

@@ -26,7 +26,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { key: string; type: string; period: string; value: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.setKeyLimit({ keyId: o.key, limitType: o.type, period: o.period, value: nonNegativeInt('--value', o.value) });
+        const res = await c.billingAdmin.setKeyLimit({ keyId: o.key, limitType: o.type, period: o.period, value: nonNegativeInt('--value', o.value) });
         return { key_id: o.key, limits: limitsOut(res.limits) };
       }, !!o.json),
     );
@@ -38,7 +38,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { key: string; type: string; period: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.clearKeyLimit({ keyId: o.key, limitType: o.type, period: o.period });
+        const res = await c.billingAdmin.clearKeyLimit({ keyId: o.key, limitType: o.type, period: o.period });
         return { key_id: o.key, limits: limitsOut(res.limits) };
       }, !!o.json),
     );
@@ -54,7 +54,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { account: string; perSecond: string; perMinute: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.setAccountRateLimit({
+        const res = await c.billingAdmin.setAccountRateLimit({
           accountId: o.account,
           perSecond: Number(nonNegativeInt('--per-second', o.perSecond, INT32_MAX)),
           perMinute: Number(nonNegativeInt('--per-minute', o.perMinute, INT32_MAX)),
@@ -76,7 +76,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
       run(async (c) => {
         if (!['maintenance', 'ai-requests'].includes(name)) throw new UsageError('switch is maintenance or ai-requests');
         if (!['on', 'off'].includes(state)) throw new UsageError('state is on or off');
-        const res = await c.billing.setSwitch({ name: name === 'ai-requests' ? 'ai_requests' : name, on: state === 'on' });
+        const res = await c.billingAdmin.setSwitch({ name: name === 'ai-requests' ? 'ai_requests' : name, on: state === 'on' });
         return switchesOut(res.switches);
       }, !!o.json),
     );
@@ -87,7 +87,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.listReconciliations({});
+        const res = await c.billingAdmin.listReconciliations({});
         return { items: res.items.map((i) => ({ key_id: i.keyId, request_id: i.requestId, marked_at: iso(i.markedAtUnixMs) })) };
       }, !!o.json),
     );
@@ -99,7 +99,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { key: string; charge: string; note: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.resolveReconciliation({ keyId: o.key, chargeCredits: nonNegativeInt('--charge', o.charge), note: o.note });
+        const res = await c.billingAdmin.resolveReconciliation({ keyId: o.key, chargeCredits: nonNegativeInt('--charge', o.charge), note: o.note });
         return { key_id: o.key, resolved: res.resolved, balance_after: res.balanceAfter };
       }, !!o.json),
     );
@@ -111,7 +111,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { key: string; limit: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.getUsage({ keyId: o.key, limit: Number(nonNegativeInt('--limit', o.limit, INT32_MAX)) });
+        const res = await c.billingAdmin.getUsage({ keyId: o.key, limit: Number(nonNegativeInt('--limit', o.limit, INT32_MAX)) });
         return {
           key_id: o.key,
           records: res.records.map((r) => ({
@@ -138,7 +138,7 @@ export function billingOpsCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.auditLedger({});
+        const res = await c.billingAdmin.auditLedger({});
         if (res.problems.length > 0) process.exitCode = 1;
         return {
           ok: res.problems.length === 0,

@@ -24,7 +24,7 @@ export function keyCommands(program: Command, run: Run): void {
           if (Number.isNaN(t)) throw new UsageError('--expires-at must be an ISO 8601 time');
           expires = BigInt(t);
         }
-        const res = await c.billing.createApiKey({ accountId: o.account, name: o.name, expiresAtUnixMs: expires });
+        const res = await c.accounts.createApiKey({ accountId: o.account, name: o.name, expiresAtUnixMs: expires });
         return { key_id: res.keyId, api_key: res.apiKey };
       }, !!o.json),
     );
@@ -33,7 +33,7 @@ export function keyCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((keyId: string, o: { json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.revokeApiKey({ keyId });
+        const res = await c.billingAdmin.revokeApiKey({ keyId });
         return { key_id: keyId, revoked_at: iso(res.revokedAtUnixMs) };
       }, !!o.json),
     );
@@ -43,9 +43,9 @@ export function keyCommands(program: Command, run: Run): void {
     .option('--json', 'print one JSON object')
     .action((o: { account: string; json?: boolean }) =>
       run(async (c) => {
-        const res = await c.billing.listApiKeys({ accountId: o.account });
+        const res = await c.accounts.listKeyDetails({ accountId: o.account });
         return {
-          keys: res.keys.map((k) => ({
+          keys: res.keys.map((d) => d.info!).map((k) => ({
             key_id: k.keyId,
             name: k.name,
             prefix: k.prefix,

@@ -60,10 +60,6 @@ export async function revokeApiKey(em: EntityManager, keyId: string): Promise<Da
   });
 }
 
-export async function listApiKeys(em: EntityManager, accountId: string): Promise<ApiKey[]> {
-  return em.find(ApiKey, { accountId }, { orderBy: { createdAt: 'desc' } });
-}
-
 /** Finds a key by hash; the stored hash is compared in constant time before it is trusted. */
 export async function lookupApiKey(em: EntityManager, keyHash: Uint8Array): Promise<ApiKey> {
   const key = await em.findOne(ApiKey, { keyHash: Buffer.from(keyHash) }, { disableIdentityMap: true });
