@@ -1,5 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ANTHROPIC_AUTH, getJson, parseSse, postJson, type RunningSimulator, startSimulator } from './support.ts';
 
 let sim: RunningSimulator;
@@ -14,10 +14,7 @@ const WEATHER_TOOL = {
 beforeAll(async () => {
   sim = await startSimulator();
   client = new Anthropic({ apiKey: 'sim-anthropic-key', baseURL: `${sim.url}/anthropic`, maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await sim.close();
+  return () => sim.close();
 });
 
 describe('Anthropic models', () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   ANTHROPIC_AUTH,
   control,
@@ -15,14 +15,11 @@ let sim: RunningSimulator;
 
 beforeAll(async () => {
   sim = await startSimulator();
+  return () => sim.close();
 });
 
 beforeEach(async () => {
   await control(sim.url, 'POST', '/_sim/reset');
-});
-
-afterAll(async () => {
-  await sim.close();
 });
 
 const chat = (model: string, content = 'hi') =>

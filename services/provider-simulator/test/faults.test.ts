@@ -1,6 +1,6 @@
 import Anthropic, { InternalServerError } from '@anthropic-ai/sdk';
 import OpenAI, { APIError, RateLimitError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ANTHROPIC_AUTH,
   COMPAT_AUTH,
@@ -20,10 +20,7 @@ let sim: RunningSimulator;
 
 beforeAll(async () => {
   sim = await startSimulator();
-});
-
-afterAll(async () => {
-  await sim.close();
+  return () => sim.close();
 });
 
 type Call = (prompt: string, extra?: Record<string, unknown>, signal?: AbortSignal) => Promise<HttpResult>;

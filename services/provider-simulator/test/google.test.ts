@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { encodeSolidJpeg } from '../src/media/jpeg.ts';
 import { encodeSolidPng } from '../src/media/png.ts';
 import {
@@ -20,10 +20,7 @@ let base: string;
 beforeAll(async () => {
   sim = await startSimulator();
   base = `${sim.url}/google/v1beta`;
-});
-
-afterAll(async () => {
-  await sim.close();
+  return () => sim.close();
 });
 
 const WEATHER_TOOLS = [

@@ -1,5 +1,5 @@
 import OpenAI, { AuthenticationError, toFile } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { encodeSolidPng } from '../src/media/png.ts';
 import {
   COMPAT_AUTH,
@@ -34,10 +34,7 @@ beforeAll(async () => {
   // A longer video delay leaves polls a wide window to observe `in_progress`.
   sim = await startSimulator({ videoDelayMs: 600 });
   client = new OpenAI({ apiKey: 'sim-openai-key', baseURL: `${sim.url}/openai/v1`, maxRetries: 0 });
-});
-
-afterAll(async () => {
-  await sim.close();
+  return () => sim.close();
 });
 
 describe('OpenAI models', () => {

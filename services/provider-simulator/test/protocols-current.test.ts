@@ -3,15 +3,15 @@
  * messages, structured output (an instance of the requested schema), reasoning when asked, and a
  * call of a named tool (tool choice or the `tool=NAME` directive).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sampleInstance } from '../src/tool-args.ts';
 import { ANTHROPIC_AUTH, GOOGLE_AUTH, OPENAI_AUTH, parseSse, postJson, type RunningSimulator, startSimulator } from './support.ts';
 
 let sim: RunningSimulator;
 beforeAll(async () => {
   sim = await startSimulator();
+  return () => sim.close();
 });
-afterAll(() => sim.close());
 
 const messagesUrl = () => `${sim.url}/anthropic/v1/messages`;
 const chatUrl = () => `${sim.url}/openai/v1/chat/completions`;
