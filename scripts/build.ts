@@ -24,6 +24,7 @@ import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build, type Plugin } from 'rolldown';
+import { parseAst } from 'rolldown/parseAst';
 import { parse } from 'yaml';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -73,7 +74,7 @@ interface LockImporter {
  * Refuses a bundle that would need two versions of one package: every workspace package inside it
  * must resolve each third-party dependency it declares to the same version (lockfile `importers`).
  */
-function checkOneVersionEach(dirs: Set<string>, lock: Record<string, LockImporter>, name: string): void {
+export function checkOneVersionEach(dirs: Set<string>, lock: Record<string, LockImporter>, name: string): void {
   const versions = new Map<string, Map<string, string>>();
   for (const dir of dirs) {
     const importer = relative(ROOT, dir).split(sep).join('/');
@@ -94,23 +95,50 @@ function checkOneVersionEach(dirs: Set<string>, lock: Record<string, LockImporte
 /** Package name of a bare specifier: `@scope/name/sub` -> `@scope/name`, `name/sub` -> `name`. */
 const packageName = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
 
-const IMPORT_META = /\bimport\.meta\.(url|dirname|filename)\b/g;
+/** Where a module's code (not its comments or strings) reads `import.meta.url`, `dirname` or `filename`. */
+function importMetaReads(code: string, file: string): Array<{ start: number; end: number; prop: string }> {
+  const found: Array<{ start: number; end: number; prop: string }> = [];
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const child of node) visit(child);
+      return;
+    }
+    if (node === null || typeof node !== 'object') return;
+    const n = node as { type?: string; object?: { type?: string; meta?: { name?: string } }; property?: { name?: string }; computed?: boolean; start: number; end: number };
+    const prop = n.property?.name;
+    if (n.type === 'MemberExpression' && n.object?.type === 'MetaProperty' && n.object.meta?.name === 'import' && !n.computed && (prop === 'url' || prop === 'dirname' || prop === 'filename')) {
+      found.push({ start: n.start, end: n.end, prop });
+      return;
+    }
+    for (const value of Object.values(node)) visit(value);
+  };
+  visit(parseAst(code, { lang: file.endsWith('.ts') ? 'ts' : 'js' }, file));
+  return found;
+}
 
 /**
- * Points `import.meta.url`/`dirname`/`filename` of each bundled module of ours at the place its
- * source file has below `dist/` (every chunk is written to `dist/` itself, so `import.meta` of the
- * chunk is that folder), where the build copies the files the module reads.
+ * Rewrites a module's `import.meta.url`/`dirname`/`filename` to the place its source file
+ * (`file`, relative to the repository) has below the output folder, which every chunk is written
+ * to directly, so `import.meta` of the chunk is that folder.
  */
+export function relocateImportMeta(code: string, file: string): string {
+  const folder = file.split('/').slice(0, -1).join('/');
+  let out = code;
+  for (const { start, end, prop } of importMetaReads(code, file).sort((a, b) => b.start - a.start)) {
+    const replacement =
+      prop === 'url' ? `new URL(${JSON.stringify(`./${file}`)}, import.meta.url).href` : `(import.meta.dirname + ${JSON.stringify(`/${prop === 'dirname' ? folder : file}`)})`;
+    out = out.slice(0, start) + replacement + out.slice(end);
+  }
+  return out;
+}
+
+/** Points each bundled module of ours at its place below `dist/`, where the build copies the files it reads. */
 function sourceLocations(): Plugin {
   return {
     name: 'gw-source-locations',
     transform(code, id) {
       if (!id.startsWith(`${ROOT}${sep}`) || id.includes(`${sep}node_modules${sep}`) || !code.includes('import.meta.')) return null;
-      const file = relative(ROOT, id).split(sep).join('/');
-      const folder = file.split('/').slice(0, -1).join('/');
-      return code.replace(IMPORT_META, (_, prop: string) =>
-        prop === 'url' ? `new URL(${JSON.stringify(`./${file}`)}, import.meta.url).href` : `(import.meta.dirname + ${JSON.stringify(`/${prop === 'dirname' ? folder : file}`)})`,
-      );
+      return relocateImportMeta(code, relative(ROOT, id).split(sep).join('/'));
     },
   };
 }
