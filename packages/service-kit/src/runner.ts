@@ -13,6 +13,7 @@ import { connectNats, type NatsConnection } from './bus/nats.ts';
 import { OutboxRelay } from './bus/outbox.ts';
 import { writeReadyFile } from './ready-file.ts';
 import { onShutdown, type ShutdownStep } from './shutdown.ts';
+import { collectStartupGarbage } from './startup-memory.ts';
 import { startTelemetry } from './telemetry.ts';
 
 const serviceEnv = z.object({
@@ -157,6 +158,7 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
   const onUnexpectedError = (err: unknown, path: string) => logger.error({ err, path }, 'rpc failed unexpectedly');
   for (const [service, impl] of await opts.register(ctx)) addService(server, service, impl as never, { onUnexpectedError, token: env.SERVICE_TOKEN });
 
+  collectStartupGarbage();
   const port = await bindServer(server, env.GRPC_HOST, env.GRPC_PORT ?? opts.defaultPort);
   health.set(true);
   const address = `${env.GRPC_HOST}:${port}`;

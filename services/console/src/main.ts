@@ -1,5 +1,5 @@
 import { alertsV1, billingV1, catalogV1, createClient } from '@gw/contracts';
-import { createLogger, onShutdown, runMigrations, startTelemetry, writeReadyFile } from '@gw/service-kit';
+import { collectStartupGarbage, createLogger, onShutdown, runMigrations, startTelemetry, writeReadyFile } from '@gw/service-kit';
 import { buildAdminApp, buildApp } from './app.ts';
 import { startHousekeeping } from './auth/housekeeping.ts';
 import { Hmac } from './auth/secrets.ts';
@@ -74,6 +74,7 @@ const deps = {
 const app = await buildApp(deps);
 const adminApp = config.CONSOLE_ADMIN_PORT === undefined ? undefined : await buildAdminApp(deps);
 if (config.CONSOLE_INSECURE_COOKIES) logger.warn('CONSOLE_INSECURE_COOKIES=true: cookies are sent over plain http (local use only)');
+collectStartupGarbage();
 const address = await app.listen({ host: config.CONSOLE_HOST, port: config.CONSOLE_PORT });
 listening = listenOrigin(config.CONSOLE_HOST, (app.server.address() as { port: number }).port);
 if (adminApp) {

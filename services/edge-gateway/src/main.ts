@@ -1,6 +1,6 @@
 import { fromBinary } from '@bufbuild/protobuf';
 import { billingV1, catalogV1, createClient, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
-import { BytesBudget, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
+import { BytesBudget, collectStartupGarbage, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { watchInvalidationFeed } from './auth/invalidation-feed.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
@@ -108,6 +108,7 @@ const app = await buildApp({
   },
   isReady: () => ready && catalogCache.loaded,
 });
+collectStartupGarbage();
 const address = await app.listen({ host: config.GATEWAY_HOST, port: config.GATEWAY_PORT });
 ready = true;
 const baseUrl = `${address.replace('[::1]', '127.0.0.1')}${config.PUBLIC_BASE_PATH}`;

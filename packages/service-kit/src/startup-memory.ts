@@ -1,0 +1,22 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/**
+ * Gives back what start-up grew and no longer needs, once, before the service takes requests.
+ *
+ * Loading ~1,000 modules makes V8 grow the young generation to its maximum (64 MiB on a large
+ * machine) and keep it, plus the pages it freed, for the life of the process: 25-45 MiB of each
+ * service's idle memory. V8's own memory reducer would give them back at idle, but it judges
+ * idleness by allocation rate against GC speed and, on a busy machine, never does. Capping the
+ * young generation instead cost throughput under load (docs/benchmarks.md, "Idle memory").
+ *
+ * This is one full, memory-reducing collection (V8's "last resort" GC, as on memory pressure):
+ * the young generation starts again at its minimum and regrows as load needs, and the freed pages
+ * go back to the system (V8 releases them a few seconds later). `gc` is taken from a fresh context
+ * so the service's own global scope gets no `gc`.
+ */
+export function collectStartupGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
