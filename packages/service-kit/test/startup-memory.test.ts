@@ -1,0 +1,29 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// Start-up grows the young generation; collectStartupGarbage gives it back before the service
+// takes requests. Run in a child process: the test runner's own heap is not a service's.
+const GROW_THEN_COLLECT = `
+import { getHeapSpaceStatistics } from 'node:v8';
+const kit = await import('@gw/service-kit');
+const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+const kept = [];
+for (let i = 0; i < 300_000; i++) { kept.push({ i, s: 'x' + i }); if (kept.length > 100_000) kept.splice(0, 50_000); }
+const grown = newSpace();
+kit.collectStartupGarbage();
+console.log(JSON.stringify({ grown, after: newSpace(), globalGc: typeof globalThis.gc }));
+`;
+
+describe('collectStartupGarbage', () => {
+  it('shrinks the young generation start-up grew, and leaves no gc in the global scope', () => {
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', GROW_THEN_COLLECT], {
+      cwd: join(import.meta.dirname, '..'),
+      encoding: 'utf8',
+    });
+    const { grown, after, globalGc } = JSON.parse(out) as { grown: number; after: number; globalGc: string };
+    expect(grown).toBeGreaterThan(4 * 1024 * 1024);
+    expect(after).toBeLessThanOrEqual(2 * 1024 * 1024);
+    expect(globalGc).toBe('undefined');
+  });
+});
