@@ -83,16 +83,8 @@ describe('text protocols through the whole system, with the official SDKs', () =
     const types: string[] = [];
     stream.on('streamEvent', (e) => types.push(e.type));
     const final = await stream.finalMessage();
-    expect(foldRuns(types)).toMatchInlineSnapshot(`
-      [
-        "message_start",
-        "content_block_start",
-        "content_block_delta+",
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-      ]
-    `);
+    // The events the SDK saw, in order (a run of one kind as `name+`).
+    expect(foldRuns(types).join(' ')).toMatchInlineSnapshot(`"message_start content_block_start content_block_delta+ content_block_stop message_delta message_stop"`);
     expect(final.content.map((b) => (b.type === 'text' ? b.text : '')).join('')).toMatch(/\S/);
   });
 
@@ -110,20 +102,172 @@ describe('text protocols through the whole system, with the official SDKs', () =
       types.push(event.type);
       if (event.type === 'response.completed') completed = event.response as unknown as Record<string, unknown>;
     }
-    expect(foldRuns(types)).toMatchInlineSnapshot(`
-      [
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.output_text.delta+",
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-      ]
-    `);
+    // The events the SDK saw, in order (a run of one kind as `name+`).
+    expect(foldRuns(types).join(' ')).toMatchInlineSnapshot(`"response.created response.in_progress response.output_item.added response.content_part.added response.output_text.delta+ response.output_text.done response.content_part.done response.output_item.done response.completed"`);
     expect(completed!.service).toMatchObject({ credit_charged: expect.any(Number), balance_after: expect.any(Number) });
+  });
+
+  /** A request sent as plain HTTP, answered 200 with JSON: the body, the values that vary masked. */
+  async function answer(path: string, body: Record<string, unknown>) {
+    const res = await fetch(`${system.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect([res.status, res.headers.get('content-type')]).toEqual([200, 'application/json; charset=utf-8']);
+    // The generated text is the simulator's; everything around it is the protocol's.
+    return stable((await res.json()) as Record<string, unknown>, { content: '<text>', text: '<text>', reply: '<text>', balanceAfter: '<balance>' });
+  }
+
+  it('the wire of each protocol’s answer, not streamed: every field, usage and `service`', async () => {
+    expect(await answer('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Say hello.' }] })).toMatchInlineSnapshot(`
+      {
+        "choices": [
+          {
+            "finish_reason": "stop",
+            "index": 0,
+            "logprobs": null,
+            "message": {
+              "annotations": [],
+              "content": "<text>",
+              "refusal": null,
+              "role": "assistant",
+            },
+          },
+        ],
+        "created": "<unix seconds>",
+        "id": "<id>",
+        "model": "gpt-sim-mini",
+        "object": "chat.completion",
+        "service": {
+          "balance_after": "<balance>",
+          "credit_charged": 1,
+        },
+        "service_tier": "default",
+        "system_fingerprint": "fp_sim",
+        "usage": {
+          "completion_tokens": 28,
+          "completion_tokens_details": {
+            "accepted_prediction_tokens": 0,
+            "audio_tokens": 0,
+            "reasoning_tokens": 0,
+            "rejected_prediction_tokens": 0,
+          },
+          "prompt_tokens": 14,
+          "prompt_tokens_details": {
+            "audio_tokens": 0,
+            "cached_tokens": 0,
+          },
+          "total_tokens": 42,
+        },
+      }
+    `);
+    expect(await answer('/messages', { model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'Hello?' }] })).toMatchInlineSnapshot(`
+      {
+        "content": [
+          {
+            "text": "<text>",
+            "type": "text",
+          },
+        ],
+        "id": "<id>",
+        "model": "claude-sim-sonnet",
+        "role": "assistant",
+        "service": {
+          "balance_after": "<balance>",
+          "credit_charged": 3,
+        },
+        "stop_reason": "end_turn",
+        "stop_sequence": null,
+        "type": "message",
+        "usage": {
+          "cache_creation": {
+            "ephemeral_1h_input_tokens": 0,
+            "ephemeral_5m_input_tokens": 0,
+          },
+          "cache_creation_input_tokens": 0,
+          "cache_read_input_tokens": 0,
+          "input_tokens": 13,
+          "output_tokens": 27,
+          "service_tier": "standard",
+        },
+      }
+    `);
+    expect(await answer('/responses', { model: 'gpt-sim-mini', input: 'Hello there' })).toMatchInlineSnapshot(`
+      {
+        "background": false,
+        "created_at": "<unix seconds>",
+        "error": null,
+        "id": "<id>",
+        "incomplete_details": null,
+        "instructions": null,
+        "max_output_tokens": 4096,
+        "max_tool_calls": null,
+        "metadata": {},
+        "model": "gpt-sim-mini",
+        "object": "response",
+        "output": [
+          {
+            "content": [
+              {
+                "annotations": [],
+                "logprobs": [],
+                "text": "<text>",
+                "type": "output_text",
+              },
+            ],
+            "id": "<id>",
+            "role": "assistant",
+            "status": "completed",
+            "type": "message",
+          },
+        ],
+        "parallel_tool_calls": true,
+        "previous_response_id": null,
+        "reasoning": {
+          "effort": null,
+          "summary": null,
+        },
+        "service": {
+          "balance_after": "<balance>",
+          "credit_charged": 1,
+        },
+        "service_tier": "default",
+        "status": "completed",
+        "store": false,
+        "temperature": 1,
+        "text": {
+          "format": {
+            "type": "text",
+          },
+          "verbosity": "medium",
+        },
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1,
+        "truncation": "disabled",
+        "usage": {
+          "input_tokens": 6,
+          "input_tokens_details": {
+            "cached_tokens": 0,
+          },
+          "output_tokens": 28,
+          "output_tokens_details": {
+            "reasoning_tokens": 0,
+          },
+          "total_tokens": 34,
+        },
+        "user": null,
+      }
+    `);
+    expect(await answer('/chat', { model: 'claude-sim-sonnet', messages: [{ role: 'user', content: 'Hi' }] })).toMatchInlineSnapshot(`
+      {
+        "balanceAfter": "<balance>",
+        "creditCharged": 3,
+        "reply": "<text>",
+        "tokensUsed": 38,
+      }
+    `);
   });
 
   /** A streamed request sent as plain HTTP: the status, the content type and the events as sent. */
@@ -137,7 +281,11 @@ describe('text protocols through the whole system, with the official SDKs', () =
   }
 
   it('the wire of each protocol’s stream: its events in order, and the last ones with usage and `service`', async () => {
-    const chat = await streamOverHttp('/chat/completions', { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Count to five.' }] });
+    // Each request also sent whole (its wire is snapshotted above): a stream carries the same usage,
+    // charge and final object, so only what is the stream's own is snapshotted here.
+    const chatRequest = { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Say hello.' }] };
+    const whole = await answer('/chat/completions', chatRequest);
+    const chat = await streamOverHttp('/chat/completions', chatRequest);
     expect([chat.status, chat.type]).toEqual([200, 'text/event-stream; charset=utf-8']);
     expect(eventSequence(chat.events)).toMatchInlineSnapshot(`
       [
@@ -149,7 +297,9 @@ describe('text protocols through the whole system, with the official SDKs', () =
       ]
     `);
     // The usage chunk, extended with `service`, then [DONE].
-    expect(stable(chat.events.slice(-2))).toMatchInlineSnapshot(`
+    const [usageChunk, done] = stable(chat.events.slice(-2)) as [{ data: Record<string, unknown> }, unknown];
+    expect([usageChunk.data.usage, usageChunk.data.service]).toEqual([whole.usage, whole.service]);
+    expect([{ data: { ...usageChunk.data, usage: '<as not streamed>' } }, done]).toMatchInlineSnapshot(`
       [
         {
           "data": {
@@ -164,21 +314,7 @@ describe('text protocols through the whole system, with the official SDKs', () =
             },
             "service_tier": "default",
             "system_fingerprint": "fp_sim",
-            "usage": {
-              "completion_tokens": 29,
-              "completion_tokens_details": {
-                "accepted_prediction_tokens": 0,
-                "audio_tokens": 0,
-                "reasoning_tokens": 0,
-                "rejected_prediction_tokens": 0,
-              },
-              "prompt_tokens": 15,
-              "prompt_tokens_details": {
-                "audio_tokens": 0,
-                "cached_tokens": 0,
-              },
-              "total_tokens": 44,
-            },
+            "usage": "<as not streamed>",
           },
         },
         {
@@ -187,7 +323,9 @@ describe('text protocols through the whole system, with the official SDKs', () =
       ]
     `);
 
-    const messages = await streamOverHttp('/messages', { model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'Stream please.' }] });
+    const messagesRequest = { model: 'claude-sim-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'Hello?' }] };
+    const wholeMessage = await answer('/messages', messagesRequest);
+    const messages = await streamOverHttp('/messages', messagesRequest);
     expect([messages.status, messages.type]).toEqual([200, 'text/event-stream; charset=utf-8']);
     expect(eventSequence(messages.events)).toMatchInlineSnapshot(`
       [
@@ -200,7 +338,10 @@ describe('text protocols through the whole system, with the official SDKs', () =
         "message_stop",
       ]
     `);
-    expect(stable(messages.events[0])).toMatchInlineSnapshot(`
+    // message_start: the message without content or stop, its usage so far (one output token).
+    const start = stable(messages.events[0]) as { data: { message: Record<string, unknown> } };
+    expect(start.data.message.usage).toEqual({ ...(wholeMessage.usage as object), output_tokens: 1 });
+    expect({ ...start, data: { ...start.data, message: { ...start.data.message, usage: '<as not streamed, output_tokens 1>' } } }).toMatchInlineSnapshot(`
       {
         "data": {
           "message": {
@@ -211,24 +352,16 @@ describe('text protocols through the whole system, with the official SDKs', () =
             "stop_reason": null,
             "stop_sequence": null,
             "type": "message",
-            "usage": {
-              "cache_creation": {
-                "ephemeral_1h_input_tokens": 0,
-                "ephemeral_5m_input_tokens": 0,
-              },
-              "cache_creation_input_tokens": 0,
-              "cache_read_input_tokens": 0,
-              "input_tokens": 15,
-              "output_tokens": 1,
-              "service_tier": "standard",
-            },
+            "usage": "<as not streamed, output_tokens 1>",
           },
           "type": "message_start",
         },
         "event": "message_start",
       }
     `);
-    expect(stable(messages.events.slice(-2))).toMatchInlineSnapshot(`
+    const [delta, stop] = stable(messages.events.slice(-2)) as [{ data: Record<string, unknown> }, unknown];
+    expect(delta.data.service).toEqual(wholeMessage.service);
+    expect([delta, stop]).toMatchInlineSnapshot(`
       [
         {
           "data": {
@@ -238,14 +371,14 @@ describe('text protocols through the whole system, with the official SDKs', () =
             },
             "service": {
               "balance_after": "<balance>",
-              "credit_charged": 4,
+              "credit_charged": 3,
             },
             "type": "message_delta",
             "usage": {
               "cache_creation_input_tokens": 0,
               "cache_read_input_tokens": 0,
-              "input_tokens": 15,
-              "output_tokens": 29,
+              "input_tokens": 13,
+              "output_tokens": 27,
             },
           },
           "event": "message_delta",
@@ -259,7 +392,9 @@ describe('text protocols through the whole system, with the official SDKs', () =
       ]
     `);
 
-    const responses = await streamOverHttp('/responses', { model: 'gpt-sim-mini', input: 'Stream it' });
+    const responsesRequest = { model: 'gpt-sim-mini', input: 'Hello there' };
+    const wholeResponse = await answer('/responses', responsesRequest);
+    const responses = await streamOverHttp('/responses', responsesRequest);
     expect([responses.status, responses.type]).toEqual([200, 'text/event-stream; charset=utf-8']);
     expect(eventSequence(responses.events)).toMatchInlineSnapshot(`
       [
@@ -275,76 +410,13 @@ describe('text protocols through the whole system, with the official SDKs', () =
       ]
     `);
     expect(responses.events.map((e) => (e.data as { sequence_number: number }).sequence_number)).toEqual(responses.events.map((_, i) => i));
-    // The generated text differs from run to run; everything around it does not.
-    expect(stable(responses.events.at(-1), { text: '<text>', delta: '<text>' })).toMatchInlineSnapshot(`
+    const completed = stable(responses.events.at(-1), { text: '<text>' }) as { data: { response: unknown; sequence_number: number } };
+    expect(completed.data.response).toEqual(wholeResponse);
+    expect({ ...completed, data: { ...completed.data, response: '<as not streamed>', sequence_number: '<last>' } }).toMatchInlineSnapshot(`
       {
         "data": {
-          "response": {
-            "background": false,
-            "created_at": "<unix seconds>",
-            "error": null,
-            "id": "<id>",
-            "incomplete_details": null,
-            "instructions": null,
-            "max_output_tokens": 4096,
-            "max_tool_calls": null,
-            "metadata": {},
-            "model": "gpt-sim-mini",
-            "object": "response",
-            "output": [
-              {
-                "content": [
-                  {
-                    "annotations": [],
-                    "logprobs": [],
-                    "text": "<text>",
-                    "type": "output_text",
-                  },
-                ],
-                "id": "<id>",
-                "role": "assistant",
-                "status": "completed",
-                "type": "message",
-              },
-            ],
-            "parallel_tool_calls": true,
-            "previous_response_id": null,
-            "reasoning": {
-              "effort": null,
-              "summary": null,
-            },
-            "service": {
-              "balance_after": "<balance>",
-              "credit_charged": 1,
-            },
-            "service_tier": "default",
-            "status": "completed",
-            "store": false,
-            "temperature": 1,
-            "text": {
-              "format": {
-                "type": "text",
-              },
-              "verbosity": "medium",
-            },
-            "tool_choice": "auto",
-            "tools": [],
-            "top_p": 1,
-            "truncation": "disabled",
-            "usage": {
-              "input_tokens": 6,
-              "input_tokens_details": {
-                "cached_tokens": 0,
-              },
-              "output_tokens": 28,
-              "output_tokens_details": {
-                "reasoning_tokens": 0,
-              },
-              "total_tokens": 34,
-            },
-            "user": null,
-          },
-          "sequence_number": 16,
+          "response": "<as not streamed>",
+          "sequence_number": "<last>",
           "type": "response.completed",
         },
         "event": "response.completed",
