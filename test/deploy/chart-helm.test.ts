@@ -112,7 +112,9 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-describe('helm lint and helm template', () => {
+// helm runs as a child process; beside deploy-output.test.ts building every service's output on the
+// same two cores, one lint took 38 s, past the default 30 s.
+describe('helm lint and helm template', { timeout: 120_000 }, () => {
   it.skipIf(!hasHelm)('lints clean (--strict) with default values and with everything enabled', () => {
     const plain = helm(['lint', chart, '--strict', '--kube-version', KUBE_VERSION]);
     expect(plain.status, `${plain.stdout}${plain.stderr}`).toBe(0);
