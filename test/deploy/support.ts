@@ -176,7 +176,10 @@ export function dockerBuildCommand(target: string, out: string): string {
     if (/^FROM\s/.test(line)) break;
     if (line.startsWith('RUN ')) runs.push(line.slice(4).trim());
   }
-  return runs.join(' && ').replace(/(^|\s)\/out(?=[\s/]|$)/g, `$1${out}`);
+  const command = runs.join(' && ').replace(/(^|\s)\/out(?=[\s/]|$)/g, `$1${out}`);
+  // Never run a stage's command against the machine's own /out.
+  if (/(^|\s)\/out\b/.test(command)) throw new Error(`build-${target} names /out where the tests cannot replace it: ${command}`);
+  return command;
 }
 
 /**
