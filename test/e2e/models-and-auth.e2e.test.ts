@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSystem } from '../../scripts/system.ts';
 import { DEMO_MODELS } from '../../scripts/demo-models.ts';
 import { admin, fundedAccount, startTestSystem } from '../support/system-fixture.ts';
+import { errorLine } from '../support/wire.ts';
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
@@ -126,15 +127,26 @@ describe('GET /v1/models through the whole system', () => {
     for (const answer of [huge, garbage]) expect(answer).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
   });
 
-  it.each([
-    ['no header', {}],
-    ['not Bearer', { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }],
-    ['Bearer without a key', { authorization: 'Bearer ' }],
-    ['a token without our prefix', { authorization: 'Bearer sk-not-ours-1234567890' }],
-  ])('answers 401 auth_missing_or_malformed for %s', async (_name, headers) => {
-    const res = await get('/models', headers as Record<string, string>);
-    expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ error: { code: 'auth_missing_or_malformed', message: expect.any(String) } });
+  it('answers 401 auth_missing_or_malformed without a header, not Bearer, Bearer without a key, a token without our prefix', async () => {
+    const cases: Record<string, Record<string, string>> = {
+      'no header': {},
+      'not Bearer': { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` },
+      'Bearer without a key': { authorization: 'Bearer ' },
+      'a token without our prefix': { authorization: 'Bearer sk-not-ours-1234567890' },
+    };
+    const answers: Record<string, string> = {};
+    for (const [name, headers] of Object.entries(cases)) {
+      const res = await get('/models', headers);
+      answers[name] = errorLine(res.status, res.headers, await res.text());
+    }
+    expect(answers).toMatchInlineSnapshot(`
+      {
+        "Bearer without a key": "401 retry-after=null x-should-retry=false {"error":{"code":"auth_missing_or_malformed","message":"Send the API key as \`Authorization: Bearer <API_KEY>\`."}}",
+        "a token without our prefix": "401 retry-after=null x-should-retry=false {"error":{"code":"auth_missing_or_malformed","message":"The bearer token is not an API key of this gateway (its keys begin with \`gwk_\`). Send the API key as \`Authorization: Bearer <API_KEY>\`."}}",
+        "no header": "401 retry-after=null x-should-retry=false {"error":{"code":"auth_missing_or_malformed","message":"Send the API key as \`Authorization: Bearer <API_KEY>\`."}}",
+        "not Bearer": "401 retry-after=null x-should-retry=false {"error":{"code":"auth_missing_or_malformed","message":"Send the API key as \`Authorization: Bearer <API_KEY>\`."}}",
+      }
+    `);
   });
 
   it('takes the Bearer scheme in any case, as HTTP auth schemes are', async () => {
@@ -143,11 +155,14 @@ describe('GET /v1/models through the whole system', () => {
 
   it('answers 401 auth_invalid for a mistyped key and for an unknown well-formed key', async () => {
     const typo = `${apiKey.slice(0, 10)}${apiKey[10] === 'a' ? 'b' : 'a'}${apiKey.slice(11)}`;
+    const answers = [];
     for (const key of [typo, generateApiKey()]) {
       const res = await get('/models', bearer(key));
-      expect(res.status).toBe(401);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('auth_invalid');
+      answers.push(errorLine(res.status, res.headers, await res.text()));
     }
+    // The same answer for both: a typo is not told apart from a key that never was.
+    expect(answers[1]).toBe(answers[0]);
+    expect(answers[0]).toMatchInlineSnapshot(`"401 retry-after=null x-should-retry=false {"error":{"code":"auth_invalid","message":"The API key does not exist."}}"`);
   });
 
   it('answers 401 auth_revoked at once after revocation, although the key was cached', async () => {
@@ -156,33 +171,33 @@ describe('GET /v1/models through the whole system', () => {
     const revoked = await admin(system, 'key', 'revoke', id);
     expect(revoked.key_id).toBe(id);
     const deadline = Date.now() + 1000;
-    let code = '';
+    let refused = '';
     while (Date.now() < deadline) {
       const res = await get('/models', bearer(key));
       if (res.status === 401) {
-        code = ((await res.json()) as { error: { code: string } }).error.code;
+        refused = errorLine(res.status, res.headers, await res.text());
         break;
       }
       await new Promise((r) => setTimeout(r, 25));
     }
-    expect(code).toBe('auth_revoked');
+    expect(refused).toMatchInlineSnapshot(`"401 retry-after=null x-should-retry=false {"error":{"code":"auth_revoked","message":"The API key was revoked."}}"`);
   });
 
   it('answers 401 auth_expired once the expiry passes', async () => {
+    const started = Date.now();
     const { account_id } = (await admin(system, 'account', 'create', '--name', 'expiry')) as { account_id: string };
-    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    // Beyond twice what one CLI call just took: on a busy machine the next call must not outlast the expiry.
+    const expiresAt = new Date(Date.now() + 1500 + 2 * (Date.now() - started)).toISOString();
     const { api_key } = (await admin(system, 'key', 'create', '--account', account_id, '--expires-at', expiresAt)) as { api_key: string };
     expect((await get('/models', bearer(api_key))).status).toBe(200);
     await new Promise((r) => setTimeout(r, Date.parse(expiresAt) - Date.now() + 50));
     const res = await get('/models', bearer(api_key));
-    expect(res.status).toBe(401);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('auth_expired');
+    expect(errorLine(res.status, res.headers, await res.text())).toMatchInlineSnapshot(`"401 retry-after=null x-should-retry=false {"error":{"code":"auth_expired","message":"The API key has expired."}}"`);
   });
 
   it('answers unknown routes in the error shape', async () => {
     const res = await get('/nope', bearer(apiKey));
-    expect(res.status).toBe(404);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    expect(errorLine(res.status, res.headers, await res.text())).toMatchInlineSnapshot(`"404 retry-after=null x-should-retry=false {"error":{"code":"not_found","message":"No route for GET \\"/v1/nope\\"."}}"`);
   });
 
   it('keeps no key plaintext anywhere in the database', async () => {
