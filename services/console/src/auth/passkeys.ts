@@ -1,17 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransport,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import type { Hmac } from './secrets.ts';
+
+/**
+ * The WebAuthn library, loaded on the first ceremony: with its certificate and ASN.1 parsers it is
+ * about 300 modules, which a console nobody registers a passkey with would hold for nothing.
+ */
+const webauthn = () => import('@simplewebauthn/server');
 
 /**
  * Passkeys (WebAuthn) as a second sign-in factor. The relying party is the console's configured
@@ -137,6 +139,7 @@ export class Passkeys {
   /** Options for `navigator.credentials.create()` and the challenge's handle. */
   async registrationOptions(member: { id: string; email: string }): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; handle: string }> {
     const existing = await this.#rows(member.id);
+    const { generateRegistrationOptions } = await webauthn();
     const options = await generateRegistrationOptions({
       rpName: RP_NAME,
       rpID: this.rpId,
@@ -153,6 +156,7 @@ export class Passkeys {
   async register(memberId: string, handle: string, response: RegistrationResponseJSON, rawName: string): Promise<PasskeyListing> {
     const challenge = await this.takeChallenge(memberId, 'register', handle);
     if (!challenge) throw new PasskeyError('challenge', 'The passkey request expired. Start again.');
+    const { verifyRegistrationResponse } = await webauthn();
     let verified;
     try {
       verified = await verifyRegistrationResponse({
@@ -190,6 +194,7 @@ export class Passkeys {
   /** Options for `navigator.credentials.get()` naming the member's passkeys, and the challenge's handle. */
   async authenticationOptions(memberId: string): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; handle: string }> {
     const rows = await this.#rows(memberId);
+    const { generateAuthenticationOptions } = await webauthn();
     const options = await generateAuthenticationOptions({
       rpID: this.rpId,
       allowCredentials: rows.map((r) => ({ id: r.credential_id, transports: transportsOf(r) })),
@@ -204,6 +209,7 @@ export class Passkeys {
     if (!challenge) throw new PasskeyError('challenge', 'The passkey request expired. Try again.');
     const row = (await this.#rows(memberId)).find((r) => typeof response?.id === 'string' && r.credential_id === response.id);
     if (!row) throw new PasskeyError('credential', 'That passkey is not registered to this member.');
+    const { verifyAuthenticationResponse } = await webauthn();
     let verified;
     try {
       verified = await verifyAuthenticationResponse({
