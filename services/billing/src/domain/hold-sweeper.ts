@@ -35,7 +35,7 @@ export async function renewLease(em: EntityManager, owner: string, leaseMs: numb
  * its creation, so a hold made just before its owner's first renewal is not taken for an orphan.
  * `leases: false` applies the age rule only: the sweeper cannot tell a dead owner from one whose
  * renewals failed while billing or its database was away. Releasing is idempotent (a settle that
- * comes after it is a replay that charges nothing), and each hold goes through `apply_ops`, so the
+ * comes after it is a replay that charges nothing), and each hold goes through `apply_groups`, so the
  * ledger moves exactly as for a release by its owner. Owners with no lease for a day are forgotten.
  */
 export async function releaseOrphanHolds(

@@ -23,11 +23,12 @@
 -- rate windows. Each op is idempotent by its request id: a replay answers the first outcome and
 -- moves nothing. Rare paths keep statements of their own: keys with limits (their usage windows),
 -- reconciliation marks, a rate refusal's wait, refunds' usage records.
--- Its statements run with generic plans: each is an index probe per id whatever the ids, and
--- planning them again on every call (the custom plans Postgres tries first and keeps when a
--- generic plan of an array parameter looks dearer) cost more than running them.
+-- Its statements run with generic plans of index probes: planning them again on every call (the
+-- custom plans Postgres tries first and keeps when a generic plan of an array parameter looks
+-- dearer) cost more than running them, and a generic plan made while a table was small (a new
+-- database) must not stay a sequential scan of it for the life of the session.
 create or replace function "apply_groups"(p_groups jsonb, p_now timestamptz) returns jsonb
-language plpgsql set search_path from current set plan_cache_mode = force_generic_plan as $fn$
+language plpgsql set search_path from current set plan_cache_mode = force_generic_plan set enable_seqscan = off as $fn$
 declare
   v_out_keys text[] := '{}';
   v_out_vals jsonb[] := '{}';
