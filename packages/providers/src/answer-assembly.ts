@@ -282,3 +282,10 @@ export async function textAnswerFromStream(adapter: ProviderAdapter, dialect: Te
   if (res.kind !== 'stream') throw malformed(adapter.name, 'the provider did not stream');
   return assembleAnswer(adapter.name, res.events, assembler);
 }
+
+/** A complete text answer asked of the provider as such, within the provider's whole-answer deadline. */
+export async function textAnswerWhole(adapter: ProviderAdapter, dialect: TextDialect, body: JsonRecord, opts: CallOptions): Promise<JsonRecord> {
+  const res = await adapter.text(dialect, body, { ...opts, stream: false });
+  if (res.kind !== 'json') throw malformed(adapter.name, 'the provider streamed an answer that was not asked to stream');
+  return res.body;
+}

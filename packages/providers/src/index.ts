@@ -29,7 +29,7 @@ export {
   upstreamMessage,
 } from './errors.ts';
 export { ProviderConfigError, ProviderRegistry, createAdapter, parseProviderConfigs } from './registry.ts';
-export { textAnswerFromStream } from './answer-assembly.ts';
+export { textAnswerFromStream, textAnswerWhole } from './answer-assembly.ts';
 export { FallbackRouter, orderRoutes } from './routing.ts';
 export type { Route, RouterOptions } from './routing.ts';
 export { DEFAULT_HEALTH_POLICY, LocalRouteHealth, RouteHealthBoard, closedStatus, routeKey } from './route-health.ts';

@@ -116,7 +116,7 @@ export class FallbackRouter {
    */
   async withFallback<R extends Route, T>(
     routes: readonly R[],
-    attempt: (route: R) => Promise<T>,
+    attempt: (route: R, place: { last: boolean }) => Promise<T>,
     opts: { signal?: AbortSignal; countFailures?: boolean; account?: string } = {},
   ): Promise<T> {
     const refusal = this.unavailable(routes);
@@ -124,11 +124,11 @@ export class FallbackRouter {
     const ordered = this.order(routes);
     const account = opts.account ?? '';
     let lastError: unknown;
-    for (const route of ordered) {
+    for (const [i, route] of ordered.entries()) {
       opts.signal?.throwIfAborted();
       const started = this.#now();
       try {
-        const result = await attempt(route);
+        const result = await attempt(route, { last: i === ordered.length - 1 });
         this.health.record({ route, ok: true, account, latencyMs: this.#now() - started });
         return result;
       } catch (err) {

@@ -58,7 +58,7 @@ async function drain(req: textV1.GenerateStreamRequest): Promise<{ frames: textV
 }
 
 describe('the gateway translates; the text service sends that translation', () => {
-  it('sends the upstream body as it is but for the route model, without the client body, and the adapter adds the stream fields', async () => {
+  it('sends the upstream body as it is but for the route model, without the client body; a lone route is asked for the complete answer', async () => {
     // A field only the gateway's translation has: the text service did not translate again.
     const body = { model: 'from-the-gateway', messages: [{ role: 'user', content: 'Hello' }], max_completion_tokens: 77, user: 'translated-at-the-edge' };
     const res = await generate(
@@ -66,11 +66,39 @@ describe('the gateway translates; the text service sends that translation', () =
       create(textV1.GenerateRequestSchema, { requestId: randomUUID(), dialect: textV1.Dialect.CHAT, publicModel: 'm', routes: [ROUTE], upstream: upstream(textV1.Dialect.CHAT, body) }),
       new AbortController().signal,
     );
-    expect(await lastSent()).toMatchObject({ ...body, model: 'gpt-sim-mini', stream: true, stream_options: { include_usage: true } });
+    const sent = await lastSent();
+    expect(sent).toMatchObject({ ...body, model: 'gpt-sim-mini' });
+    expect(sent.stream).not.toBe(true);
+    expect(sent).not.toHaveProperty('stream_options');
     // The answer leaves a slot for the gateway's `service` object at the top level.
     const answer = filled(res.body, res.serviceAt);
     expect(answer).toMatchObject({ object: 'chat.completion', model: 'm', service: SERVICE });
     expect(Object.keys(answer).at(-1)).toBe('service');
+  });
+
+  it('asks a route with another after it for a stream (the adapter adds the stream fields), and the last route for the complete answer', async () => {
+    const body = { model: 'x', messages: [{ role: 'user', content: 'Hello' }] };
+    // The first route's model fails retryable, so the second one answers.
+    const first = { ...ROUTE, upstreamModel: 'gpt-sim-mini', priority: 0 };
+    const second = { ...ROUTE, upstreamModel: 'gpt-sim-mini-2', priority: 1 };
+    await sim.inject({ method: 'PUT', url: '/_sim/models/openai', payload: ['gpt-sim-mini', 'gpt-sim-mini-2'] });
+    await sim.inject({ method: 'PUT', url: '/_sim/settings/openai/gpt-sim-mini', payload: { fault: '503' } });
+    try {
+      const res = await generate(
+        deps,
+        create(textV1.GenerateRequestSchema, { requestId: randomUUID(), dialect: textV1.Dialect.CHAT, publicModel: 'm', routes: [first, second], upstream: upstream(textV1.Dialect.CHAT, body) }),
+        new AbortController().signal,
+      );
+      expect(filled(res.body, res.serviceAt)).toMatchObject({ object: 'chat.completion', model: 'm' });
+    } finally {
+      await sim.inject({ method: 'DELETE', url: '/_sim/settings/openai/gpt-sim-mini' });
+      await sim.inject({ method: 'DELETE', url: '/_sim/models/openai' });
+    }
+    const sent = (await sim.inject({ method: 'GET', url: '/_sim/requests?provider=openai&limit=2' })).json() as { requests: Array<{ body: Record<string, unknown> }> };
+    const [toFirst, toSecond] = sent.requests.map((r) => r.body);
+    expect(toFirst).toMatchObject({ model: 'gpt-sim-mini', stream: true, stream_options: { include_usage: true } });
+    expect(toSecond).toMatchObject({ model: 'gpt-sim-mini-2' });
+    expect(toSecond!.stream).not.toBe(true);
   });
 
   it('translates for itself from the client body where the gateway sent no translation for the route (a provider the catalog did not describe)', async () => {

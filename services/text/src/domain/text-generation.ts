@@ -1,7 +1,7 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { textV1, type catalogV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
-import { isProviderError, ProviderError, textAnswerFromStream, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect, type TokenUsage } from '@gw/providers';
+import { isProviderError, ProviderError, textAnswerFromStream, textAnswerWhole, type FallbackRouter, type ProviderAdapter, type ProviderRegistry, type SseEvent, type TextDialect, type TokenUsage } from '@gw/providers';
 import { createStreamTranslator, extractUsage, serviceSlot, translateRequest, translateResponse, TranslateError, type ResponseContext, type Usage } from '@gw/translate';
 import { clientDialect, providerDialect, responseId } from './dialects.ts';
 import { readyTogether } from './ready-together.ts';
@@ -138,19 +138,18 @@ export async function generate(deps: TextDeps, req: textV1.GenerateRequest, sign
   const bodies = upstreamBodies(req, prepared);
   const { dialect, answer, provider } = await deps.router.withFallback(
     req.routes,
-    async (route) => {
+    async (route, { last }) => {
       const adapter = adapterFor(deps, route);
       const upstreamDialect = providerDialect(adapter, client);
-      // Asked as a stream, so that the first-byte deadline holds for a complete answer too
-      // (docs/routing.md); the provider's complete answer is rebuilt from it.
       const upstream = bodies(upstreamDialect, route);
-      const whole = await textAnswerFromStream(adapter, upstreamDialect, upstream, {
-        signal,
-        requestId: req.requestId,
-        timeoutMs: req.firstByteTimeoutMs > 0 ? req.firstByteTimeoutMs : deps.firstByteTimeoutMs,
-        usage: (b) => tokens(b && extractUsage(upstreamDialect, b)),
-        ...nativeHeaders(client, upstreamDialect, req),
-      });
+      const opts = { signal, requestId: req.requestId, usage: (b?: Record<string, unknown>) => tokens(b && extractUsage(upstreamDialect, b)), ...nativeHeaders(client, upstreamDialect, req) };
+      // A route with another after it is asked for a stream, so that the first-byte deadline can
+      // move a silent provider's complete answer to the next route; the provider's complete answer
+      // is rebuilt from it (docs/routing.md). The last route has nowhere to move to: it is asked
+      // for the complete answer, which is cheaper to read and never waits between frames.
+      const whole = last
+        ? await textAnswerWhole(adapter, upstreamDialect, upstream, opts)
+        : await textAnswerFromStream(adapter, upstreamDialect, upstream, { ...opts, timeoutMs: req.firstByteTimeoutMs > 0 ? req.firstByteTimeoutMs : deps.firstByteTimeoutMs });
       // A responses-API answer can be a 200 whose status says the generation failed.
       if (upstreamDialect === 'responses' && whole.status === 'failed') {
         throw new ProviderError('upstream_error', 'The upstream provider failed to generate a response.', { provider: adapter.name, retryable: true });
