@@ -160,10 +160,13 @@ export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialec
   return { body, model, anthropicBeta: betas, translated: translateForRoutes(dialect, body, model) };
 }
 
-/** `data` with the serialised `service` object spliced in at byte `at` (where the text service left its slot). */
+/**
+ * `data` with the serialised `service` object spliced in at byte `at`, where the text service left
+ * its slot (never 0: a slot follows at least `{"service":`); without a slot, `data` as it is.
+ */
 function withService(data: Uint8Array, at: number, service: Buffer): Buffer {
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return Buffer.concat([bytes.subarray(0, at), service, bytes.subarray(at)]);
+  return at > 0 ? Buffer.concat([bytes.subarray(0, at), service, bytes.subarray(at)]) : bytes;
 }
 
 const serviceJson = (charge: Charge) => Buffer.from(JSON.stringify(serviceObject(charge)));
