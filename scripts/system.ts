@@ -82,9 +82,25 @@ function portOf(address: string): string {
  * How Node runs a service. Its sources come pre-stripped (scripts/ts-cache.mjs): Node's TypeScript
  * stripper is never loaded in a service. The young generation is left to V8: capping it at 4 MiB per
  * semi-space saved 25-45 MiB of each service's idle memory but cost throughput and added latency
- * under load (more scavenges on the request path; docs/benchmarks.md, "Idle memory").
+ * under load (more scavenges on the request path; docs/benchmarks.md, "Idle memory"). What start-up
+ * grew it to is given back by the kit's collectStartupGarbage instead.
  */
 const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
+
+/**
+ * The services no chat or messages request passes through trade peak speed for memory (about
+ * 10 MiB of idle RSS each; docs/benchmarks.md, "Idle memory"): no TurboFan for JavaScript (the
+ * interpreter, Sparkplug and Maglev still run), one V8 worker thread, one malloc arena, and for
+ * those that call providers Liftoff only for undici's WebAssembly HTTP parser (TurboFan compiling
+ * it on the first call kept 12 MiB). The edge gateway, text and billing keep Node's defaults.
+ */
+const LEAN_NODE_FLAGS = ['--no-turbofan', '--v8-pool-size=1'];
+const LEAN_SERVICES: Partial<Record<ServiceName, string[]>> = {
+  catalog: [...LEAN_NODE_FLAGS, '--liftoff-only'],
+  console: LEAN_NODE_FLAGS,
+  media: [...LEAN_NODE_FLAGS, '--liftoff-only'],
+  'video-jobs': [...LEAN_NODE_FLAGS, '--liftoff-only'],
+};
 
 /** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
 const STOP_ORDER: ServiceName[] = ['console', 'edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
@@ -142,6 +158,7 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: process.env.NODE_ENV ?? 'development',
+    ...(LEAN_SERVICES[name] ? { MALLOC_ARENA_MAX: '1' } : {}),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // Passed on so that a service can be profiled as it runs (`NODE_OPTIONS=--cpu-prof pnpm start`).
     ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),
@@ -216,7 +233,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const metricsPort = instance === name ? opts.metricsPorts?.[name] : undefined;
     const extra = { ...specs.get(name)!(), READY_FILE: readyFile, ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}), ...overrides };
     const entry = join(ROOT, 'services', name, 'src', 'main.ts');
-    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, entry], {
+    const child = spawn(process.execPath, [...(LEAN_SERVICES[name] ?? []), ...SERVICE_NODE_FLAGS, entry], {
       cwd: ROOT,
       env: childEnv(opts, name, extra),
       stdio: ['ignore', 'pipe', 'pipe'],
