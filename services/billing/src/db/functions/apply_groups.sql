@@ -94,18 +94,26 @@ declare
   v_verdict record;
   v_ids bigint[];
   v_entry "ledger_entry"%rowtype;
-  v_account_ids uuid[];
-  v_request_ids text[];
-  v_key_ids uuid[];
+  v_account_ids uuid[] := '{}';
+  v_request_ids text[] := '{}';
+  v_key_ids uuid[] := '{}';
 begin
   -- Arrays, so each read below is an index probe per id whatever the planner guesses of the JSON.
-  select array(select (g->>'account')::uuid from jsonb_array_elements(p_groups) g),
-         array(select g.position::integer from jsonb_array_elements(p_groups) with ordinality as g(value, position)
-                order by (g.value->>'account')::uuid),
-         array(select o->>'request_id' from jsonb_array_elements(p_groups) g, jsonb_array_elements(g->'ops') o),
-         array(select distinct (o->>'key_id')::uuid from jsonb_array_elements(p_groups) g, jsonb_array_elements(g->'ops') o
-                where o->>'op' = 'authorize' and o->>'key_id' is not null)
-    into v_account_ids, v_order, v_request_ids, v_key_ids;
+  -- What the batch refers to, gathered without a statement (a lone request pays for none).
+  for v_i in 0 .. jsonb_array_length(p_groups) - 1 loop
+    v_group := p_groups->v_i;
+    v_account_ids := v_account_ids || (v_group->>'account')::uuid;
+    v_ops := v_group->'ops';
+    for v_at in 0 .. jsonb_array_length(v_ops) - 1 loop
+      v_op := v_ops->v_at;
+      v_request_ids := v_request_ids || (v_op->>'request_id');
+      if v_op->>'op' = 'authorize' and v_op->>'key_id' is not null then
+        v_key_ids := v_key_ids || (v_op->>'key_id')::uuid;
+      end if;
+    end loop;
+  end loop;
+  v_order := case when cardinality(v_account_ids) = 1 then array[1]
+                  else array(select o from unnest(v_account_ids) with ordinality as a(id, o) order by a.id) end;
   -- (1) The wallets, locked in account order.
   select coalesce(jsonb_object_agg(l."account_id", jsonb_build_object('balance', l."balance", 'tz', l."time_zone",
            'rps', l."rate_per_second", 'rpm', l."rate_per_minute",
@@ -417,13 +425,20 @@ begin
     -- The entries of accounts with alerts are checked by alert_on_entry below, in order; the
     -- ledger's trigger checks only the entries other writers make.
     v_done := set_config('billing.alerts_checked', 'on', true);
-    with e as (
+    if cardinality(v_alerting) = 0 then
       insert into "ledger_entry" ("account_id", "kind", "amount", "balance_after", "reference", "key_id", "created_at")
       select x."account_id", x."kind", x."amount", x."balance_after", x."reference", x."key_id", x."created_at"
         from unnest(v_entries) with ordinality as e(j, ord) cross join lateral jsonb_populate_record(null::"ledger_entry", e.j) as x
-       order by e.ord
-      returning "id", "account_id")
-    select array_agg(e."id") filter (where e."account_id" = any(v_alerting)) into v_ids from e;
+       order by e.ord;
+    else
+      with e as (
+        insert into "ledger_entry" ("account_id", "kind", "amount", "balance_after", "reference", "key_id", "created_at")
+        select x."account_id", x."kind", x."amount", x."balance_after", x."reference", x."key_id", x."created_at"
+          from unnest(v_entries) with ordinality as e(j, ord) cross join lateral jsonb_populate_record(null::"ledger_entry", e.j) as x
+         order by e.ord
+        returning "id", "account_id")
+      select array_agg(e."id") filter (where e."account_id" = any(v_alerting)) into v_ids from e;
+    end if;
     v_done := set_config('billing.alerts_checked', '', true);
     if v_ids is not null then
       for v_entry in select * from "ledger_entry" where "id" = any(v_ids) order by "id" loop
@@ -441,7 +456,9 @@ begin
   if cardinality(v_refunded) > 0 then
     update "usage_record" set "credits" = 0 where "request_id" = any(v_refunded);
   end if;
-  if cardinality(v_wallet_ids) > 0 then
+  if cardinality(v_wallet_ids) = 1 then
+    update "wallet" set "balance" = v_wallet_balances[1], "updated_at" = p_now where "account_id" = v_wallet_ids[1];
+  elsif cardinality(v_wallet_ids) > 1 then
     update "wallet" w set "balance" = b.balance, "updated_at" = p_now
       from unnest(v_wallet_ids, v_wallet_balances) as b(account_id, balance)
      where w."account_id" = b.account_id;
