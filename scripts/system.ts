@@ -88,13 +88,16 @@ function portOf(address: string): string {
 const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
 
 /**
- * The services no chat or messages request passes through trade peak speed for memory (about
- * 10 MiB of idle RSS each; docs/benchmarks.md, "Idle memory"): no TurboFan for JavaScript (the
- * interpreter, Sparkplug and Maglev still run), one V8 worker thread, one malloc arena, and for
- * those that call providers Liftoff only for undici's WebAssembly HTTP parser (TurboFan compiling
- * it on the first call kept 12 MiB). The edge gateway, text and billing keep Node's defaults.
+ * The services no chat or messages request passes through trade peak speed for memory (10-15 MiB
+ * of idle RSS each; docs/benchmarks.md, "Idle memory"): no TurboFan for JavaScript (the
+ * interpreter, Sparkplug and Maglev still run), one V8 worker thread, and for those that call
+ * providers Liftoff only for undici's WebAssembly HTTP parser (TurboFan compiling it on the first
+ * call kept 12 MiB). glibc gets one arena, blocks from 16 KiB up mapped on their own and free
+ * memory at the top given back (what start-up malloc'd and freed stayed resident between live blocks). The edge
+ * gateway, text and billing keep Node's defaults.
  */
 const LEAN_NODE_FLAGS = ['--no-turbofan', '--v8-pool-size=1'];
+const LEAN_MALLOC_ENV = { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
 const LEAN_SERVICES: Partial<Record<ServiceName, string[]>> = {
   catalog: [...LEAN_NODE_FLAGS, '--liftoff-only'],
   console: LEAN_NODE_FLAGS,
@@ -158,7 +161,7 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: process.env.NODE_ENV ?? 'development',
-    ...(LEAN_SERVICES[name] ? { MALLOC_ARENA_MAX: '1' } : {}),
+    ...(LEAN_SERVICES[name] ? LEAN_MALLOC_ENV : {}),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // Passed on so that a service can be profiled as it runs (`NODE_OPTIONS=--cpu-prof pnpm start`).
     ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),
