@@ -92,9 +92,9 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  * of idle RSS each; docs/benchmarks.md, "Idle memory"): no TurboFan for JavaScript (the
  * interpreter, Sparkplug and Maglev still run), one V8 worker thread, and for those that call
  * providers Liftoff only for undici's WebAssembly HTTP parser (TurboFan compiling it on the first
- * call kept 12 MiB). glibc gets one arena, blocks from 16 KiB up mapped on their own and free
- * memory at the top given back (what start-up malloc'd and freed stayed resident between live blocks). The edge
- * gateway, text and billing keep Node's defaults.
+ * call kept 12 MiB). glibc gets one arena, maps blocks from 16 KiB up on their own and gives free
+ * memory at the top back (what start-up malloc'd and freed stayed resident between live blocks).
+ * The edge gateway, text and billing keep Node's defaults.
  */
 const LEAN_NODE_FLAGS = ['--no-turbofan', '--v8-pool-size=1'];
 const LEAN_MALLOC_ENV = { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
