@@ -17,6 +17,7 @@ import { runInNewContext } from 'node:vm';
  */
 export function collectStartupGarbage(): void {
   setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
-  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  // A Node that no longer exposes `gc` this way starts the service all the same (the kit's test fails).
+  const gc = runInNewContext('typeof gc === "function" ? gc : undefined') as ((options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void) | undefined;
+  gc?.({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
