@@ -18,7 +18,7 @@ const ModelSchema = defineEntity({
     imageSizes: p.array(),
     videoFirstFrame: p.boolean(),
     videoLastFrame: p.boolean(),
-    /** Text: a streamed answer's first-event deadline per route (ms); 0 = the text service's default. */
+    /** Text: an answer's first-event deadline per route (ms; streamed, and complete answers of every route but the last); 0 = the text service's default. */
     firstByteTimeoutMs: p.integer(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),

@@ -268,8 +268,9 @@ export declare type ModelLimits = Message<"gateway.catalog.v1.ModelLimits"> & {
   videoLastFrame: boolean;
 
   /**
-   * Text: how long a route may take to send a streamed answer's first event before the request
-   * moves to the next route (ms, nothing having reached the client); 0: the text service's
+   * Text: how long a route may take to send an answer's first event before the request moves to
+   * the next route (ms, nothing having reached the client; a complete answer is asked as a stream
+   * of every route but the last, so that this holds for it too); 0: the text service's
    * default (FIRST_BYTE_TIMEOUT_MS, 10 s). See docs/routing.md.
    *
    * @generated from field: int32 first_byte_timeout_ms = 5;

@@ -119,8 +119,9 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
   accountId: string;
 
   /**
-   * The model's first-byte deadline (ms) for a streamed answer (see GenerateStreamRequest); 0:
-   * the service's default. Unused by a complete answer, whose first byte comes when it is whole.
+   * The model's first-byte deadline (ms); 0: the service's default. A route with another after it
+   * is asked for a stream and left for the next one when its first event is later than this; the
+   * last route is asked for the complete answer (docs/routing.md).
    *
    * @generated from field: int32 first_byte_timeout_ms = 9;
    */
