@@ -83,7 +83,8 @@ function portOf(address: string): string {
  * stripper is never loaded in a service. The young generation is left to V8: capping it at 4 MiB per
  * semi-space saved 25-45 MiB of each service's idle memory but cost throughput and added latency
  * under load (more scavenges on the request path; docs/benchmarks.md, "Idle memory"). What start-up
- * grew it to is given back by the kit's collectStartupGarbage instead.
+ * grew it to is given back by the kit's collectStartupGarbage, in the services off the request path
+ * only (`STARTUP_GC`, below): giving it back on the edge, text and billing cost as much as the cap.
  */
 const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
 
@@ -93,11 +94,12 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  * interpreter, Sparkplug and Maglev still run), one V8 worker thread, and for those that call
  * providers Liftoff only for undici's WebAssembly HTTP parser (TurboFan compiling it on the first
  * call kept 12 MiB). glibc gets one arena, maps blocks from 16 KiB up on their own and gives free
- * memory at the top back (what start-up malloc'd and freed stayed resident between live blocks).
- * The edge gateway, text and billing keep Node's defaults.
+ * memory at the top back (what start-up malloc'd and freed stayed resident between live blocks),
+ * and what start-up grew is given back once (`STARTUP_GC`, the kit's collectStartupGarbage). The
+ * edge gateway, text and billing keep Node's defaults.
  */
 const LEAN_NODE_FLAGS = ['--no-turbofan', '--v8-pool-size=1'];
-const LEAN_MALLOC_ENV = { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
+const LEAN_ENV = { STARTUP_GC: 'true', MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
 const LEAN_SERVICES: Partial<Record<ServiceName, string[]>> = {
   catalog: [...LEAN_NODE_FLAGS, '--liftoff-only'],
   console: LEAN_NODE_FLAGS,
@@ -161,7 +163,7 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: process.env.NODE_ENV ?? 'development',
-    ...(LEAN_SERVICES[name] ? LEAN_MALLOC_ENV : {}),
+    ...(LEAN_SERVICES[name] ? LEAN_ENV : {}),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // Passed on so that a service can be profiled as it runs (`NODE_OPTIONS=--cpu-prof pnpm start`).
     ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),
