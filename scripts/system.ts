@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -227,7 +227,6 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const services = new Map<ServiceName, RunningService>();
   const specs = new Map<ServiceName, () => Record<string, string>>();
   const port = (name: ServiceName) => String(opts.internalPorts === 'fixed' ? FIXED_PORTS[name] : 0);
-  let logStreams: WriteStream[] = [];
 
   /**
    * Starts one process of a service; `instance` names extra replicas (their own ready and log
@@ -238,23 +237,27 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const metricsPort = instance === name ? opts.metricsPorts?.[name] : undefined;
     const extra = { ...specs.get(name)!(), READY_FILE: readyFile, ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}), ...overrides };
     const entry = join(ROOT, 'services', name, 'src', 'main.ts');
-    const child = spawn(process.execPath, [...(LEAN_SERVICES[name] ?? []), ...SERVICE_NODE_FLAGS, entry], {
-      cwd: ROOT,
-      env: childEnv(opts, name, extra),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // A log file is the child's own stdout and stderr (a descriptor it inherits): its lines go
+    // straight to the file, never through this process, which would otherwise copy every access
+    // line of every request (measured: ~0.1 ms of this process's CPU per request under load).
+    const logFile = opts.logs === 'inherit' ? undefined : join(opts.logs, `${instance}.log`);
+    const logFd = logFile === undefined ? undefined : openSync(logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, [...(LEAN_SERVICES[name] ?? []), ...SERVICE_NODE_FLAGS, entry], {
+        cwd: ROOT,
+        env: childEnv(opts, name, extra),
+        stdio: logFd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', logFd, logFd],
+      });
+    } finally {
+      // The child holds its own copy of the descriptor.
+      if (logFd !== undefined) closeSync(logFd);
+    }
     spawned.add(child);
     child.once('exit', () => spawned.delete(child));
-    let logFile: string | undefined;
-    if (opts.logs === 'inherit') {
+    if (logFile === undefined) {
       pipeLines(child.stdout!, `[${name}]`);
       pipeLines(child.stderr!, `[${name}]`);
-    } else {
-      logFile = join(opts.logs, `${instance}.log`);
-      const out = createWriteStream(logFile, { flags: 'a' });
-      logStreams.push(out);
-      child.stdout!.pipe(out, { end: false });
-      child.stderr!.pipe(out, { end: false });
     }
     const address = await waitForReadyFile(readyFile, child, instance, 60_000).catch((err: unknown) => {
       child.kill('SIGKILL');
@@ -352,8 +355,6 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
         if (svc) await stopChild(svc.child, 15_000);
       }
       for (const child of spawned) await stopChild(child, 15_000);
-      for (const s of logStreams) s.end();
-      logStreams = [];
     },
   };
 
