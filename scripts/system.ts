@@ -80,13 +80,27 @@ function portOf(address: string): string {
 
 /**
  * How Node runs a service. Its sources come pre-stripped (scripts/ts-cache.mjs): Node's TypeScript
- * stripper is never loaded in a service. The young generation is left to V8: capping it at 4 MiB per
- * semi-space saved 25-45 MiB of each service's idle memory but cost throughput and added latency
- * under load (more scavenges on the request path; docs/benchmarks.md, "Idle memory"). What start-up
- * grew it to is given back by the kit's collectStartupGarbage, in the services off the request path
- * only (`STARTUP_GC`, below): giving it back on the edge, text and billing cost as much as the cap.
+ * stripper is never loaded in a service. The young generation is left to V8 (capping it at 4 MiB
+ * per semi-space cost throughput under load); what start-up grew it to is given back once by the
+ * kit's collectStartupGarbage (`STARTUP_GC`), below.
  */
 const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
+
+/**
+ * The edge gateway, text and billing (every chat and messages request passes through them) keep
+ * TurboFan and Node's worker threads. Start-up grows their young generation to 2 x 16 MiB, and
+ * the start-up GC gives it back, but not below 8 MiB per semi-space: shrunk to V8's 1 MiB minimum,
+ * a server's request garbage (which hardly survives) never grew it again and they scavenged far
+ * more often (25-30% more CPU per stream; docs/benchmarks.md, "Idle memory"); with an 8 MiB floor
+ * the shared bench's throughput and CPU per request were the same as without the GC, at 30-50 MiB
+ * less idle memory each. glibc gets two arenas (the main thread and everything else).
+ */
+const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = {
+  'edge-gateway': ['--min-semi-space-size=8'],
+  text: ['--min-semi-space-size=8'],
+  billing: ['--min-semi-space-size=8'],
+};
+const HOT_ENV = { STARTUP_GC: 'true', MALLOC_ARENA_MAX: '2' };
 
 /**
  * The services no chat or messages request passes through trade peak speed for memory (10-15 MiB
@@ -96,7 +110,7 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  * call kept 12 MiB). glibc gets one arena, maps blocks from 16 KiB up on their own and gives free
  * memory at the top back (what start-up malloc'd and freed stayed resident between live blocks),
  * and what start-up grew is given back once (`STARTUP_GC`, the kit's collectStartupGarbage). The
- * edge gateway, text and billing keep Node's defaults.
+ * edge gateway, text and billing run as `HOT_SERVICES` says.
  */
 const LEAN_NODE_FLAGS = ['--no-turbofan', '--v8-pool-size=1'];
 const LEAN_ENV = { STARTUP_GC: 'true', MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
@@ -163,7 +177,7 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: process.env.NODE_ENV ?? 'development',
-    ...(LEAN_SERVICES[name] ? LEAN_ENV : {}),
+    ...(LEAN_SERVICES[name] ? LEAN_ENV : HOT_SERVICES[name] ? HOT_ENV : {}),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // Passed on so that a service can be profiled as it runs (`NODE_OPTIONS=--cpu-prof pnpm start`).
     ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),
@@ -244,7 +258,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const logFd = logFile === undefined ? undefined : openSync(logFile, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, [...(LEAN_SERVICES[name] ?? []), ...SERVICE_NODE_FLAGS, entry], {
+      child = spawn(process.execPath, [...(LEAN_SERVICES[name] ?? HOT_SERVICES[name] ?? []), ...SERVICE_NODE_FLAGS, entry], {
         cwd: ROOT,
         env: childEnv(opts, name, extra),
         stdio: logFd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', logFd, logFd],

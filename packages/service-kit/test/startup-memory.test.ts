@@ -21,8 +21,8 @@ console.log(JSON.stringify({ grown, after, regrown: newSpace(), globalGc: typeof
 `;
 
 /** The young generation's size after a start-up load, after collectStartupGarbage, and after more load. */
-function run(env: Record<string, string>): { grown: number; after: number; regrown: number; globalGc: string } {
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', GROW_THEN_COLLECT], {
+function run(env: Record<string, string>, nodeFlags: string[] = []): { grown: number; after: number; regrown: number; globalGc: string } {
+  const out = execFileSync(process.execPath, [...nodeFlags, '--input-type=module', '-e', GROW_THEN_COLLECT], {
     cwd: join(import.meta.dirname, '..'),
     encoding: 'utf8',
     env: { ...process.env, STARTUP_GC: '', ...env },
@@ -38,6 +38,13 @@ describe('collectStartupGarbage', () => {
     // Not a cap: load that keeps what it allocates grows it again.
     expect(regrown).toBeGreaterThan(4 * 1024 * 1024);
     expect(globalGc).toBe('undefined');
+  });
+
+  it('gives back no more than a --min-semi-space-size floor (the services on the request path: scripts/system.ts)', () => {
+    const { grown, after, regrown } = run({ STARTUP_GC: 'true' }, ['--min-semi-space-size=8']);
+    expect(grown).toBeGreaterThan(8 * 1024 * 1024);
+    expect(after).toBe(8 * 1024 * 1024);
+    expect(regrown).toBeGreaterThan(8 * 1024 * 1024);
   });
 
   it('does nothing without STARTUP_GC (the services on the request path keep what start-up grew)', () => {
