@@ -16,18 +16,26 @@ const MAX_EVENT_CHARS = 32 * 1024 * 1024;
 /** OpenAI-style end marker; kept as the literal string so dialects can pass it through. */
 export const DONE = '[DONE]';
 
-/** Parses an event's data: JSON, or the `[DONE]` marker. */
+/**
+ * Parses an event's data: JSON, or the `[DONE]` marker. Data that came on one line keeps its text
+ * beside it, for a frame relayed unchanged; data spread over several `data:` lines holds line
+ * breaks no relayed frame may carry, so it is serialised again if it is sent.
+ */
 function toSseEvent(message: EventSourceMessage): SseEvent {
   if (message.data === DONE) return eventOf(message.event, DONE);
+  let data: unknown;
   try {
-    return eventOf(message.event, JSON.parse(message.data));
+    data = JSON.parse(message.data);
   } catch {
     throw new SseFormatError('an event did not carry JSON data');
   }
+  return eventOf(message.event, data, message.data.includes('\n') ? undefined : message.data);
 }
 
-function eventOf(event: string | undefined, data: unknown): SseEvent {
-  return event === undefined ? { data } : { event, data };
+function eventOf(event: string | undefined, data: unknown, text?: string): SseEvent {
+  const parsed: SseEvent = event === undefined ? { data } : { event, data };
+  if (text !== undefined) parsed.text = text;
+  return parsed;
 }
 
 /**

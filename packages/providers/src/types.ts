@@ -74,6 +74,11 @@ export interface TokenUsage {
 export interface SseEvent {
   event?: string;
   data: unknown;
+  /**
+   * `data`'s JSON text as the provider sent it, where it came on one line: a frame relayed
+   * unchanged is sent as this text, not serialised again.
+   */
+  text?: string;
 }
 
 /**

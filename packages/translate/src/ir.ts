@@ -11,6 +11,8 @@ export type Dialect = 'chat' | 'messages' | 'responses' | 'gemini';
 export interface SseEvent {
   event?: string;
   data: unknown;
+  /** `data`'s JSON text as received, when it came on one line (see `OutputEvent.text`). */
+  text?: string;
 }
 
 /**
@@ -209,6 +211,12 @@ export interface StreamEmitter {
 /** An emitted event; `carriesUsage` marks the one event that reports the final usage. */
 export interface OutputEvent extends SseEvent {
   carriesUsage?: true;
+  /**
+   * The JSON text of `data`, when it is the upstream event's own, unchanged: the caller sends it
+   * as it is instead of serialising `data` again (a passthrough stream's frames, but those whose
+   * model it renames). Absent: serialise `data`.
+   */
+  text?: string;
 }
 
 /** A stream failure to render as the target protocol's error event. */

@@ -30,23 +30,25 @@ function errorOf(events: StreamEvent[]): StreamFailure | undefined {
   return error?.type === 'error' ? { message: error.message, code: error.code } : undefined;
 }
 
+/** `data` with the public model in place of the provider's; `data` itself where it names none or already that one. */
 function withModel(dialect: Dialect, data: unknown, model: string): unknown {
   if (!isRecord(data)) return data;
   switch (dialect) {
     case 'chat':
-      return 'model' in data ? { ...data, model } : data;
+      return 'model' in data && data.model !== model ? { ...data, model } : data;
     case 'messages':
-      return isRecord(data.message) ? { ...data, message: { ...data.message, model } } : data;
+      return isRecord(data.message) && data.message.model !== model ? { ...data, message: { ...data.message, model } } : data;
     case 'responses':
-      return isRecord(data.response) ? { ...data, response: { ...data.response, model } } : data;
+      return isRecord(data.response) && data.response.model !== model ? { ...data, response: { ...data.response, model } } : data;
     case 'gemini':
-      return 'modelVersion' in data ? { ...data, modelVersion: model } : data;
+      return 'modelVersion' in data && data.modelVersion !== model ? { ...data, modelVersion: model } : data;
   }
 }
 
 /**
  * Same dialect on both sides: events pass with only the model rewritten, and the parser still runs
- * for usage and to notice failures. The usage-bearing event is only known by what follows it in
+ * for usage and to notice failures. An event whose model needs no rewriting keeps the provider's
+ * own JSON text (`OutputEvent.text`), so it leaves without being serialised again. The usage-bearing event is only known by what follows it in
  * chat (servers may repeat usage on many chunks) and gemini (every chunk has usage), so the latest
  * candidate is held back one event.
  */
@@ -90,6 +92,7 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating 
       if (failure !== undefined) return failWith(failure);
       const data = withModel(dialect, event.data, ctx.model);
       const out: OutputEvent = event.event === undefined ? { data } : { event: event.event, data };
+      if (data === event.data && event.text !== undefined) out.text = event.text;
       const fields = rec(data);
       nextSequence = (num(fields.sequence_number) ?? nextSequence - 1) + 1;
       finished ||= ir.some((e) => e.type === 'finish');

@@ -157,6 +157,24 @@ describe('stream passthrough (same dialect)', () => {
     expect(usage).toEqual(UPSTREAM_USAGE[dialect]);
   });
 
+  it.each(DIALECTS)('%s relays the upstream JSON text of an event it does not change, and never of one it does', (dialect) => {
+    const upstream = UPSTREAM_STREAMS[dialect].map((e) => (typeof e.data === 'string' ? e : { ...e, text: JSON.stringify(e.data) }));
+    const keeps = (ctx: ResponseContext) => {
+      const { out } = run(dialect, dialect, upstream, ctx);
+      return out.map((event, i) => ({ renamed: modelOf(dialect, upstream[i]!.data) !== undefined, text: event.text, data: event.data }));
+    };
+    // The public model differs from the provider's: a renamed event is serialised again (no text).
+    for (const { renamed, text, data } of keeps(CTX)) {
+      if (renamed) expect(text).toBeUndefined();
+      else if (typeof data !== 'string') expect(text).toBe(JSON.stringify(data));
+    }
+    // The same name on both sides: every JSON event leaves as the provider's own text.
+    const same = modelOf(dialect, upstream.find((e) => modelOf(dialect, e.data) !== undefined)!.data) as string;
+    for (const { text, data } of keeps({ ...CTX, model: same })) {
+      if (typeof data !== 'string') expect(text).toBe(JSON.stringify(data));
+    }
+  });
+
   it('chat: marks only the last of repeated usage chunks', () => {
     const events = [usageChunk({ prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }), usageChunk({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 })];
     const translator = createStreamTranslator('chat', 'chat', CTX);

@@ -183,7 +183,7 @@ function frameOf(client: TextDialect, event: TranslatedEvent): MessageInitShape<
     const slot = serviceSlot(client, event.data as Json);
     return { event: event.event ?? '', data: Buffer.from(slot.json), usageBearing: true, serviceAt: byteOffset(slot) };
   }
-  const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
+  const data = typeof event.data === 'string' ? event.data : (event.text ?? JSON.stringify(event.data));
   return { event: event.event ?? '', data: Buffer.from(data), usageBearing: event.carriesUsage === true };
 }
 
