@@ -91,9 +91,9 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  * TurboFan and Node's worker threads. Start-up grows their young generation to 2 x 16 MiB, and
  * the start-up GC gives it back, but not below 8 MiB per semi-space: shrunk to V8's 1 MiB minimum,
  * a server's request garbage (which hardly survives) never grew it again and they scavenged far
- * more often (25-30% more CPU per stream; docs/benchmarks.md, "Idle memory"); with an 8 MiB floor
- * the shared bench's throughput and CPU per request were the same as without the GC, at 30-50 MiB
- * less idle memory each. glibc gets two arenas (the main thread and everything else).
+ * more often (25-30% more CPU per stream); with an 8 MiB floor, runs of the shared bench's loads
+ * back to back with and without it showed the same throughput and CPU per request, at 25-50 MiB
+ * less idle memory each (docs/benchmarks.md, "Idle memory", "Third pass"). glibc gets two arenas.
  */
 const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = {
   'edge-gateway': ['--min-semi-space-size=8'],
