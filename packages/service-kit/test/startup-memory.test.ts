@@ -47,7 +47,7 @@ describe('collectStartupGarbage', () => {
     expect(regrown).toBeGreaterThan(8 * 1024 * 1024);
   });
 
-  it('does nothing without STARTUP_GC (the services on the request path keep what start-up grew)', () => {
+  it('does nothing without STARTUP_GC (a process keeps what start-up grew)', () => {
     const { grown, after } = run({});
     expect(grown).toBeGreaterThan(4 * 1024 * 1024);
     expect(after).toBeGreaterThan(4 * 1024 * 1024);

@@ -48,9 +48,9 @@ function withModel(dialect: Dialect, data: unknown, model: string): unknown {
 /**
  * Same dialect on both sides: events pass with only the model rewritten, and the parser still runs
  * for usage and to notice failures. An event whose model needs no rewriting keeps the provider's
- * own JSON text (`OutputEvent.text`), so it leaves without being serialised again. The usage-bearing event is only known by what follows it in
- * chat (servers may repeat usage on many chunks) and gemini (every chunk has usage), so the latest
- * candidate is held back one event.
+ * own JSON text (`OutputEvent.text`), so it leaves without being serialised again. The
+ * usage-bearing event is only known by what follows it in chat (servers may repeat usage on many
+ * chunks) and gemini (every chunk has usage), so the latest candidate is held back one event.
  */
 /** A translator before `fail`, which `createStreamTranslator` adds for every kind alike. */
 type Translating = Omit<StreamTranslator, 'fail'>;
