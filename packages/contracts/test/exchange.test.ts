@@ -66,7 +66,7 @@ const authorize = (requestId: string, accountId = 'a') => ({ requestId, accountI
  */
 function moneyOn(address: string, opts: { defaultTimeoutMs?: number } = {}) {
   const client = createClient(billingV1.BillingService, address, opts);
-  const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
+  const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
   return {
     authorize: (value: ReturnType<typeof authorize>, callOpts: { timeoutMs?: number } = {}) =>
       exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } }), callOpts.timeoutMs),
@@ -122,7 +122,7 @@ describe('billing exchange', () => {
     const port = Number(first.address.split(':')[1]);
     const client = createClient(billingV1.BillingService, first.address);
     // Not idempotent as far as the caller knows: nothing may be sent twice.
-    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), {
+    const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), {
       service: billingV1.BillingService.typeName,
       resend: false,
       defaultTimeoutMs: 10_000,
@@ -164,7 +164,7 @@ describe('billing exchange', () => {
   it('fails unanswered calls when the stream breaks, if the calls are not idempotent', async () => {
     const first = await startFake({ delayMs: 400 });
     const client = createClient(billingV1.BillingService, first.address);
-    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: false });
+    const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: false });
     const inFlight = Array.from({ length: 3 }, (_, i) =>
       exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize(`once-${i}`) } })).catch((e: unknown) => e),
     );
@@ -186,7 +186,7 @@ describe('billing exchange', () => {
     const address = gone.address;
     gone.server.forceShutdown();
     const client = createClient(billingV1.BillingService, address, { connectWaitMs: 300 });
-    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: false });
+    const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: false });
     const call = exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize('unsent') } }), 11 * 60_000);
     await expect(call).rejects.toMatchObject({ grpcCode: grpc.status.UNAVAILABLE });
     exchange.close();
@@ -231,7 +231,7 @@ describe('a service without the exchange', () => {
       streams++;
       return client.exchange();
     };
-    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(open, { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: 10_000 });
+    const exchange = new ExchangeClient<billingV1.ExchangeReply>(open, { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: 10_000 });
     const send = (id: string) => exchange.call('Authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value: authorize(id) } }));
     const started = Date.now();
     const errors = await Promise.all(['x1', 'x2'].map((id) => send(id).catch((e: unknown) => e)));

@@ -32,7 +32,7 @@ function unimplemented<T extends object>(service: { methods: Array<{ localName: 
 /** Authorize over billing's exchange as the gateway makes it: idempotent, so resent after a broken stream. */
 function moneyOn(address: string, opts: ClientOptions = {}) {
   const client = createClient(billingV1.BillingService, address, opts);
-  const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
+  const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
   return {
     authorize: (value: { accountId: string }) =>
       exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } })),
@@ -187,7 +187,7 @@ describe('replicas behind one address', () => {
     cleanup.push(() => client.close());
     await client.lookupApiKey({});
     await sleep(200);
-    const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, rotateMs: 100 });
+    const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, rotateMs: 100 });
     cleanup.push(() => exchange.close());
     const seen = new Set<string>();
     for (let i = 0; i < 8; i++) {

@@ -16,7 +16,7 @@ type Res<C extends Call> = { authorize: billingV1.AuthorizeResponse; settle: bil
 export function moneyExchange(address: string, opts: { leaseRenewMs?: number } = {}) {
   const client = createClient(billingV1.BillingService, address);
   const lease = new HoldLease();
-  const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true });
+  const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true });
   const send = <C extends Call>(method: string, call: C, value: Req<C>, callOpts?: CallOptions) =>
     exchange.request<Res<C>>(method, call, (envelope) => ({ ...envelope, call: { case: call, value } }), callOpts?.timeoutMs);
   return {

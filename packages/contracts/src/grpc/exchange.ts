@@ -7,13 +7,18 @@ import { withRpcSpan } from './tracing.ts';
 import type { CallContext } from './types.ts';
 
 /**
- * An exchange is a bidirectional stream carrying many small unary calls: each request message has
- * an `id` and the caller's trace context, and gets exactly one response with the same `id` (or,
- * for a streaming call, its items, each a response with that `id`, until the last). On a hot path
- * this saves, per call, an HTTP/2 stream with its headers, trailers and deadline timer on both
- * sides: the extra messages of a call wake each process once more.
+ * An exchange is a bidirectional stream carrying many small unary calls: each call has an `id`
+ * and the caller's trace context, and gets exactly one reply with the same `id` (or, for a
+ * streaming call, its items, each a reply with that `id`, until the last). On a hot path this
+ * saves, per call, an HTTP/2 stream with its headers, trailers and deadline timer on both sides:
+ * the extra messages of a call wake each process once more.
  *
- * A server shutting down says so first (a response with id 0, `not_taken`), answers the calls it
+ * A stream message carries every call (`calls`) or reply (`replies`) its sender made in one
+ * event-loop turn: under concurrency, calls made together (the replies of one batch of billing's,
+ * and what their callers do next) share one message's cost in grpc-js and HTTP/2. Nothing waits
+ * for company: the message goes once the turn's synchronous work and microtasks are done.
+ *
+ * A server shutting down says so first (a reply with id 0, `not_taken`), answers the calls it
  * took, refuses later ones with `not_taken` and ends the stream once the caller has ended its
  * side: the caller sends refused calls again on a new stream, so a rolling update loses nothing.
  * When a stream breaks instead (a crash), unanswered idempotent calls are sent again; other calls
@@ -25,7 +30,7 @@ interface Envelope {
   traceparent: string;
 }
 
-/** A refused or failed call as an exchange response carries it. */
+/** A refused or failed call as an exchange reply carries it. */
 export interface ExchangeFailure {
   /** Public error code, empty for an internal failure. */
   code: string;
@@ -63,28 +68,37 @@ function contextFrom(traceparent: string): Context {
   return traceparent === '' ? context.active() : propagation.extract(context.active(), { traceparent });
 }
 
-/** The `result` oneof every exchange response has: the call's own answer, or an error. */
+/** The `result` oneof every exchange reply has: the call's own answer, or an error. */
 type Result = { case: string; value: unknown } | { case: 'error'; value: ExchangeFailure } | { case: undefined; value?: undefined };
 
-interface Response {
+interface Reply {
   id: bigint;
   result: Result;
 }
 
-const notTaken = (res: Response) => res.result.case === 'error' && (res.result.value as ExchangeFailure).notTaken;
+const notTaken = (res: Reply) => res.result.case === 'error' && (res.result.value as ExchangeFailure).notTaken;
 
-/** The answer of the expected kind from an exchange response, or the error it carries, thrown. */
+/**
+ * Runs `fn` once the current turn is done: its synchronous work and every microtask queued in it
+ * (a promise's continuations, and theirs). Not a timer: before any I/O or timer callback.
+ */
+function atEndOfTurn(fn: () => void): void {
+  queueMicrotask(() => process.nextTick(fn));
+}
+
+/** The answer of the expected kind from an exchange reply, or the error it carries, thrown. */
 function unwrapResult<T>(result: Result, expected: string, path: string): T {
   if (result.case === expected) return result.value as T;
   if (result.case === 'error') throw fromExchangeFailure(result.value as ExchangeFailure, path);
   throw new RpcError(status.INTERNAL, `${path}: the exchange answered a ${result.case ?? 'empty'} result`);
 }
 
-type Duplex<O> = grpc.ClientDuplexStream<object, O>;
+/** The exchange rpc's stream on the calling side: it writes calls, and reads replies, a turn's each. */
+type Duplex<O> = grpc.ClientDuplexStream<{ calls?: object[] }, { replies: O[] }>;
 
 interface Pending<O> {
   message: object;
-  /** Takes a response of the call; answers whether it was the call's last. */
+  /** Takes a reply of the call; answers whether it was the call's last. */
   take: (res: O) => boolean;
   fail: (err: unknown) => void;
   timer: ReturnType<typeof setTimeout>;
@@ -116,7 +130,7 @@ export interface ExchangeClientOptions {
  * The calling side: one stream for new calls, opened on first use and again after the server
  * announces its shutdown or the stream breaks. Each call has its own deadline and client span.
  */
-export class ExchangeClient<O extends Response> {
+export class ExchangeClient<O extends Reply> {
   readonly #open: () => Duplex<O>;
   readonly #service: string;
   readonly #defaultTimeoutMs: number;
@@ -126,6 +140,9 @@ export class ExchangeClient<O extends Response> {
   /** When the current stream was opened. */
   #openedAt = 0;
   readonly #pending = new Map<bigint, Pending<O>>();
+  /** Calls (and cancellations) written in this turn, per stream: each stream's go as one message at its end. */
+  readonly #outbox = new Map<Duplex<O>, object[]>();
+  #flushing = false;
   /** The stream new calls go to; a stream whose server announced its shutdown is no longer it. */
   #current: Duplex<O> | undefined;
   #nextId = 1n;
@@ -142,7 +159,7 @@ export class ExchangeClient<O extends Response> {
     this.#rotateMs = opts.rotateMs ?? 30_000;
   }
 
-  /** Sends one call (`build` makes its message from the id and trace context) and resolves with its response. */
+  /** Sends one call (`build` makes its message from the id and trace context) and resolves with its reply. */
   call(method: string, build: (envelope: Envelope) => object, timeoutMs?: number): Promise<O> {
     if (this.#closed) return Promise.reject(new RpcError(status.CANCELLED, `/${this.#service}/${method}: the exchange is closed`));
     return withRpcSpan('client', this.#service, method, context.active(), (_span, ctx) =>
@@ -153,10 +170,10 @@ export class ExchangeClient<O extends Response> {
   }
 
   /**
-   * Sends one streaming call and yields its responses as they come, up to the one `isLast` says
-   * is the last (an error response is always the last). Throws as `call` rejects: closed,
+   * Sends one streaming call and yields its replies as they come, up to the one `isLast` says
+   * is the last (an error reply is always the last). Throws as `call` rejects: closed,
    * refused, deadline, broken stream. A consumer that stops early leaves the server's
-   * remaining responses to be dropped. `timeoutMs` bounds the whole stream.
+   * remaining replies to be dropped. `timeoutMs` bounds the whole stream.
    */
   async *stream(method: string, build: (envelope: Envelope) => object, isLast: (res: O) => boolean, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<O> {
     if (this.#closed) throw new RpcError(status.CANCELLED, `/${this.#service}/${method}: the exchange is closed`);
@@ -203,7 +220,7 @@ export class ExchangeClient<O extends Response> {
       }
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
-      // Stopped early: the server is told, and responses still on their way are dropped.
+      // Stopped early: the server is told, and replies still on their way are dropped.
       const p = this.#pending.get(id);
       if (p) this.#abandon(id, p, new RpcError(status.CANCELLED, `/${this.#service}/${method}: CANCELLED the caller stopped reading`));
     }
@@ -220,8 +237,40 @@ export class ExchangeClient<O extends Response> {
     }, deadline);
     const stream = this.#stream();
     this.#pending.set(id, { message, take, fail, timer, stream });
-    stream.write(message);
+    this.#write(stream, message);
     return id;
+  }
+
+  /** Queues a message for `stream`: it goes with the others of this turn, once the turn is done. */
+  #write(stream: Duplex<O>, message: object): void {
+    const queued = this.#outbox.get(stream);
+    if (queued) queued.push(message);
+    else this.#outbox.set(stream, [message]);
+    if (this.#flushing) return;
+    this.#flushing = true;
+    atEndOfTurn(() => {
+      this.#flushing = false;
+      for (const queuedOn of this.#outbox.keys()) this.#flush(queuedOn);
+    });
+  }
+
+  /** Writes the messages queued for `stream`, as one stream message. */
+  #flush(stream: Duplex<O>): void {
+    const calls = this.#outbox.get(stream);
+    this.#outbox.delete(stream);
+    if (calls && calls.length > 0 && !stream.writableEnded && !stream.destroyed) stream.write({ calls });
+  }
+
+  /** Ends our side of `stream` once what was queued for it is written. */
+  #end(stream: Duplex<O>): void {
+    this.#flush(stream);
+    stream.end();
+  }
+
+  /** Breaks `stream` off; what was queued for it is dropped (its calls are failed or sent again by the caller of this). */
+  #cancelStream(stream: Duplex<O>): void {
+    this.#outbox.delete(stream);
+    stream.cancel();
   }
 
   /** One call answered as its unary rpc would be: the result of kind `expected`, or the error it carries, thrown. */
@@ -233,19 +282,26 @@ export class ExchangeClient<O extends Response> {
   /** Ends the streams; calls still waiting fail. */
   close(): void {
     this.#closed = true;
-    for (const p of this.#pending.values()) p.stream.cancel();
-    this.#current?.cancel();
+    for (const p of this.#pending.values()) this.#cancelStream(p.stream);
+    if (this.#current) this.#cancelStream(this.#current);
     this.#current = undefined;
     for (const [id, p] of this.#pending) this.#settle(id, p, new RpcError(status.CANCELLED, `/${this.#service}: CANCELLED the exchange is closed`));
   }
 
-  /** Fails a call the caller no longer waits for, and tells the server to stop it where it can. */
+  /**
+   * Fails a call the caller no longer waits for, and tells the server to stop it where it can; a
+   * call given up in the turn it was made is not sent at all.
+   */
   #abandon(id: bigint, p: Pending<O>, err: Error): void {
     this.#settle(id, p, err);
-    if (this.#cancel && !p.stream.writableEnded && !p.stream.destroyed) p.stream.write(this.#cancel(id));
+    if (!this.#cancel) return;
+    const queued = this.#outbox.get(p.stream);
+    const at = queued ? queued.indexOf(p.message) : -1;
+    if (at >= 0) queued!.splice(at, 1);
+    else if (!p.stream.writableEnded && !p.stream.destroyed) this.#write(p.stream, this.#cancel(id));
   }
 
-  /** Gives the call a response, or fails it; a call given its last response, or failed, is over. */
+  /** Gives the call a reply, or fails it; a call given its last reply, or failed, is over. */
   #settle(id: bigint, p: Pending<O>, outcome: O | Error): void {
     if (outcome instanceof Error) p.fail(outcome);
     else if (!p.take(outcome)) return;
@@ -263,7 +319,7 @@ export class ExchangeClient<O extends Response> {
       // Retired: later calls go to a new stream; this one ends once nothing waits on it.
       const old = this.#current;
       this.#current = undefined;
-      if (!this.#waitingOn(old)) old.end();
+      if (!this.#waitingOn(old)) this.#end(old);
     }
     if (this.#current) return this.#current;
     const stream = this.#open();
@@ -272,25 +328,26 @@ export class ExchangeClient<O extends Response> {
     let answered = false;
     /** A stream the server is retiring ends from our side once nothing waits on it. */
     const retireIfIdle = () => {
-      if (this.#current !== stream && !this.#waitingOn(stream)) stream.end();
+      if (this.#current !== stream && !this.#waitingOn(stream) && !stream.writableEnded) this.#end(stream);
     };
-    stream.on('data', (res: O) => {
+    stream.on('data', ({ replies }: { replies: O[] }) => {
       answered = true;
       this.#fruitless = 0;
-      if (res.id === 0n) {
-        // The server is shutting down: new calls go to a new stream (another replica, or its successor).
-        if (this.#current === stream) this.#current = undefined;
-        retireIfIdle();
-        return;
-      }
-      const p = this.#pending.get(res.id);
-      if (!p) return; // its deadline passed
-      if (notTaken(res)) {
-        if (this.#current === stream) this.#current = undefined;
-        p.stream = this.#stream();
-        p.stream.write(p.message); // nothing was done: sending it again is safe for any call
-      } else {
-        this.#settle(res.id, p, res);
+      for (const res of replies) {
+        if (res.id === 0n) {
+          // The server is shutting down: new calls go to a new stream (another replica, or its successor).
+          if (this.#current === stream) this.#current = undefined;
+          continue;
+        }
+        const p = this.#pending.get(res.id);
+        if (!p) continue; // its deadline passed
+        if (notTaken(res)) {
+          if (this.#current === stream) this.#current = undefined;
+          p.stream = this.#stream();
+          this.#write(p.stream, p.message); // nothing was done: sending it again is safe for any call
+        } else {
+          this.#settle(res.id, p, res);
+        }
       }
       retireIfIdle();
     });
@@ -299,7 +356,7 @@ export class ExchangeClient<O extends Response> {
       if (over) return; // 'error' and 'end' can both come
       over = true;
       if (this.#current === stream) this.#current = undefined;
-      stream.cancel();
+      this.#cancelStream(stream);
       const unanswered = [...this.#pending].filter(([, p]) => p.stream === stream);
       if (err?.code === status.UNAUTHENTICATED || err?.code === status.UNIMPLEMENTED) {
         // Refused before any call was taken (the service token; a server without the exchange):
@@ -321,7 +378,7 @@ export class ExchangeClient<O extends Response> {
         for (const [id, p] of unanswered) {
           if (this.#closed || this.#pending.get(id) !== p) continue;
           p.stream = this.#stream();
-          p.stream.write(p.message);
+          this.#write(p.stream, p.message);
         }
       }, delay).unref();
     };
@@ -331,24 +388,24 @@ export class ExchangeClient<O extends Response> {
   }
 }
 
-/** An exchange response as the server writes it: the message's id and its `result` oneof. */
-interface ResponseInit {
+/** An exchange reply as the server writes it: the call's id and its `result` oneof. */
+interface ReplyInit {
   id?: bigint;
   result?: unknown;
 }
 
-export interface ServeExchangeOptions<I, O extends ResponseInit> {
+export interface ServeExchangeOptions<I, O extends ReplyInit> {
   /** `package.Service`, for the calls' spans. */
   service: string;
-  /** The rpc a message stands for (its span's name). */
+  /** The rpc a call stands for (its span's name). */
   methodOf: (req: I) => string;
   /**
-   * Handles one message; resolves with its response's `result` (the call's own answer), or, for
-   * a streaming call, yields each item's `result` (each is written as it comes). `signal`: the
-   * caller went away.
+   * Handles one call; resolves with its reply's `result` (the call's own answer), or, for a
+   * streaming call, yields each item's `result` (each is sent as it comes). `signal`: the caller
+   * went away.
    */
   handle: (req: I, signal: AbortSignal) => Promise<O['result']> | AsyncIterable<O['result']>;
-  /** Whether a message cancels the call with its id (the caller stopped waiting): its handler's signal aborts. */
+  /** Whether a call cancels the call with its id (the caller stopped waiting): its handler's signal aborts. */
   isCancel?: (req: I) => boolean;
 }
 
@@ -358,16 +415,33 @@ const isAsyncIterable = (value: object): value is AsyncIterable<unknown> => Symb
 const RETIRE_GRACE_MS = 1_000;
 
 /**
- * The serving side of one exchange stream: messages are handled concurrently, each as a call of
- * its own (a server span under the caller's trace), and answered with their id. Resolves when
- * the stream is over: the caller ended its side, went away, or (the server shutting down) every
- * taken call is answered and the caller ended its side or the grace ran out. A failed call is
- * answered with the `error` result every exchange response has; one that is not a domain error is
- * reported to the service (`ctx.reportUnexpected`) like a failed rpc.
+ * The serving side of one exchange stream: calls are handled concurrently, each as a call of its
+ * own (a server span under the caller's trace), and answered with their id; the replies finished
+ * in one turn go as one stream message. Resolves when the stream is over: the caller ended its
+ * side, went away, or (the server shutting down) every taken call is answered and the caller
+ * ended its side or the grace ran out. A failed call is answered with the `error` result every
+ * exchange reply has; one that is not a domain error is reported to the service
+ * (`ctx.reportUnexpected`) like a failed rpc.
  */
-export function serveExchange<I extends Envelope, O extends ResponseInit>(call: grpc.ServerDuplexStream<I, O>, ctx: CallContext, opts: ServeExchangeOptions<I, O>): Promise<void> {
+export function serveExchange<I extends Envelope, O extends ReplyInit>(
+  call: grpc.ServerDuplexStream<{ calls: I[] }, { replies?: O[] }>,
+  ctx: CallContext,
+  opts: ServeExchangeOptions<I, O>,
+): Promise<void> {
   const respond = (id: bigint, result: O['result']) => ({ id, result }) as O;
   const fail = (id: bigint, failure: ExchangeFailure) => respond(id, { case: 'error', value: failure });
+  /** Replies finished in this turn: they go as one message once it is done. */
+  let outbox: O[] = [];
+  const flush = () => {
+    const replies = outbox;
+    outbox = [];
+    if (replies.length > 0 && !call.cancelled && !call.writableEnded) call.write({ replies });
+  };
+  const send = (reply: O) => {
+    if (call.cancelled) return;
+    outbox.push(reply);
+    if (outbox.length === 1) atEndOfTurn(flush);
+  };
   return new Promise((resolve) => {
     let inFlight = 0;
     let taking = true;
@@ -376,6 +450,7 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
     const finish = () => {
       clearTimeout(grace);
       ctx.draining.removeEventListener('abort', retire);
+      flush(); // before the stream ends
       resolve();
     };
     const check = () => {
@@ -385,18 +460,18 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
     };
     const retire = () => {
       taking = false;
-      if (!call.cancelled) call.write(fail(0n, NOT_TAKEN));
+      send(fail(0n, NOT_TAKEN));
       check();
     };
     /** Calls in progress by id, to abort one its caller cancels. */
     const running = new Map<bigint, AbortController>();
-    call.on('data', (req: I) => {
+    const take = (req: I) => {
       if (opts.isCancel?.(req)) {
         running.get(req.id)?.abort();
         return;
       }
       if (!taking) {
-        if (!call.cancelled) call.write(fail(req.id, NOT_TAKEN));
+        send(fail(req.id, NOT_TAKEN));
         return;
       }
       inFlight++;
@@ -407,8 +482,8 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
       withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), async () => {
         const out = opts.handle(req, cancelled ? AbortSignal.any([ctx.signal, cancelled.signal]) : ctx.signal);
         if (!isAsyncIterable(out)) return respond(req.id, await out);
-        for await (const result of out) if (!call.cancelled) call.write(respond(req.id, result));
-        return undefined; // every item is written
+        for await (const result of out) send(respond(req.id, result));
+        return undefined; // every item is sent
       })
         .catch((err: unknown) => {
           ctx.reportUnexpected(err, `/${opts.service}/${method}`);
@@ -417,10 +492,13 @@ export function serveExchange<I extends Envelope, O extends ResponseInit>(call: 
         .then((res) => {
           running.delete(req.id);
           // A cancelled call's answer has no one waiting for it.
-          if (res && !call.cancelled && !cancelled?.signal.aborted) call.write(res);
+          if (res && !cancelled?.signal.aborted) send(res);
           inFlight--;
           check();
         });
+    };
+    call.on('data', ({ calls }: { calls: I[] }) => {
+      for (const req of calls) take(req);
     });
     const callerEnded = () => {
       callerDone = true;

@@ -20,8 +20,8 @@ export interface BillingDeps {
 
 const EXCHANGE_METHODS = { authorize: 'Authorize', settle: 'Settle', release: 'Release' } as const;
 
-/** One exchange message: the same work as the unary rpc it stands for. */
-async function exchangeCall(money: RequestMoney, req: billingV1.ExchangeRequest): Promise<MessageInitShape<typeof billingV1.ExchangeResponseSchema>['result']> {
+/** One exchange call: the same work as the unary rpc it stands for. */
+async function exchangeCall(money: RequestMoney, req: billingV1.ExchangeCall): Promise<MessageInitShape<typeof billingV1.ExchangeReplySchema>['result']> {
   switch (req.call.case) {
     case 'authorize':
       return { case: 'authorize', value: await money.authorize(req.call.value) };
@@ -30,7 +30,7 @@ async function exchangeCall(money: RequestMoney, req: billingV1.ExchangeRequest)
     case 'release':
       return { case: 'release', value: await money.release(req.call.value) };
     default:
-      throw new GatewayError('invalid_request', 'An exchange message must carry a call.');
+      throw new GatewayError('invalid_request', 'An exchange call must carry a call.');
   }
 }
 

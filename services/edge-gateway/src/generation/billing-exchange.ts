@@ -16,7 +16,8 @@ const SERVICE = billingV1.BillingService.typeName;
 
 /**
  * `MoneyCalls` over billing's `Exchange` stream: the same calls, answers and errors as the unary
- * rpcs, two stream messages per call instead of a call each. One exchange per caller process.
+ * rpcs, a call and its reply each in a stream message (shared with the other calls of its
+ * event-loop turn) instead of an rpc each. One exchange per caller process.
  * Every hold it authorizes is leased to this process (`leaseOwner`), and from the first one on the
  * lease is renewed every `leaseRenewMs` (20 s) until `close()`: if the process dies, billing
  * releases its holds within minutes.
@@ -27,7 +28,7 @@ export function createMoneyExchange(
 ): MoneyCalls & { close(): void; readonly leaseOwner: string } {
   const client = createClient(billingV1.BillingService, address, opts);
   const lease = new HoldLease();
-  const exchange = new ExchangeClient<billingV1.ExchangeResponse>(() => client.exchange(), {
+  const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), {
     service: SERVICE,
     resend: true,
     defaultTimeoutMs: opts.defaultTimeoutMs,

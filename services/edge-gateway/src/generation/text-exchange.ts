@@ -10,12 +10,12 @@ export interface GenerateCalls {
 
 const SERVICE = textV1.TextService.typeName;
 
-/** A stream's last response: its end item, or an error. */
-const isLast = (res: textV1.ExchangeResponse) => res.result.case !== 'item' || res.result.value.item.case === 'end';
+/** A stream's last reply: its end item, or an error. */
+const isLast = (res: textV1.ExchangeReply) => res.result.case !== 'item' || res.result.value.item.case === 'end';
 
-/** A streaming call's items from its exchange responses, each error response thrown as an rpc would throw it. */
-async function* itemsOf(responses: AsyncIterable<textV1.ExchangeResponse>, path: string): AsyncGenerator<textV1.GenerateStreamResponse> {
-  for await (const res of responses) {
+/** A streaming call's items from its exchange replies, each error reply thrown as an rpc would throw it. */
+async function* itemsOf(replies: AsyncIterable<textV1.ExchangeReply>, path: string): AsyncGenerator<textV1.GenerateStreamResponse> {
+  for await (const res of replies) {
     if (res.result.case === 'item') yield res.result.value;
     else if (res.result.case === 'error') throw fromExchangeFailure(res.result.value, path);
   }
@@ -23,13 +23,13 @@ async function* itemsOf(responses: AsyncIterable<textV1.ExchangeResponse>, path:
 
 /**
  * `Generate` and `GenerateStream` over the text service's `Exchange` stream (its only way in to
- * generation): one stream message per request, answer or item, instead of an HTTP/2 stream per
- * call. A broken stream fails its unanswered calls (a provider call is not repeated behind the
- * caller's back). One exchange per caller process.
+ * generation): calls, answers and items share stream messages (those of one event-loop turn)
+ * instead of an HTTP/2 stream per call. A broken stream fails its unanswered calls (a provider
+ * call is not repeated behind the caller's back). One exchange per caller process.
  */
 export function createGenerateExchange(address: string, opts: ClientOptions = {}): GenerateCalls & { close(): void } {
   const client = createClient(textV1.TextService, address, opts);
-  const exchange = new ExchangeClient<textV1.ExchangeResponse>(() => client.exchange(), {
+  const exchange = new ExchangeClient<textV1.ExchangeReply>(() => client.exchange(), {
     service: SERVICE,
     resend: false,
     defaultTimeoutMs: opts.defaultTimeoutMs,

@@ -342,11 +342,53 @@ export declare type ReleaseResponse = Message<"gateway.billing.v1.ReleaseRespons
 export declare const ReleaseResponseSchema: GenMessage<ReleaseResponse>;
 
 /**
- * ExchangeRequest is one money call on the exchange stream.
+ * ExchangeRequest is one message of the caller on the exchange stream: the calls it made in one
+ * event-loop turn, in the order it made them.
  *
  * @generated from message gateway.billing.v1.ExchangeRequest
  */
 export declare type ExchangeRequest = Message<"gateway.billing.v1.ExchangeRequest"> & {
+  /**
+   * The calls, at least one.
+   *
+   * @generated from field: repeated gateway.billing.v1.ExchangeCall calls = 1;
+   */
+  calls: ExchangeCall[];
+};
+
+/**
+ * Describes the message gateway.billing.v1.ExchangeRequest.
+ * Use `create(ExchangeRequestSchema)` to create a new message.
+ */
+export declare const ExchangeRequestSchema: GenMessage<ExchangeRequest>;
+
+/**
+ * ExchangeResponse is one message of billing on the exchange stream: the replies it finished in
+ * one event-loop turn.
+ *
+ * @generated from message gateway.billing.v1.ExchangeResponse
+ */
+export declare type ExchangeResponse = Message<"gateway.billing.v1.ExchangeResponse"> & {
+  /**
+   * The replies, at least one.
+   *
+   * @generated from field: repeated gateway.billing.v1.ExchangeReply replies = 1;
+   */
+  replies: ExchangeReply[];
+};
+
+/**
+ * Describes the message gateway.billing.v1.ExchangeResponse.
+ * Use `create(ExchangeResponseSchema)` to create a new message.
+ */
+export declare const ExchangeResponseSchema: GenMessage<ExchangeResponse>;
+
+/**
+ * ExchangeCall is one money call on the exchange stream.
+ *
+ * @generated from message gateway.billing.v1.ExchangeCall
+ */
+export declare type ExchangeCall = Message<"gateway.billing.v1.ExchangeCall"> & {
   /**
    * Chosen by the caller, unique among its calls in flight on the stream; echoed in the response.
    *
@@ -362,7 +404,7 @@ export declare type ExchangeRequest = Message<"gateway.billing.v1.ExchangeReques
   traceparent: string;
 
   /**
-   * @generated from oneof gateway.billing.v1.ExchangeRequest.call
+   * @generated from oneof gateway.billing.v1.ExchangeCall.call
    */
   call: {
     /**
@@ -386,26 +428,26 @@ export declare type ExchangeRequest = Message<"gateway.billing.v1.ExchangeReques
 };
 
 /**
- * Describes the message gateway.billing.v1.ExchangeRequest.
- * Use `create(ExchangeRequestSchema)` to create a new message.
+ * Describes the message gateway.billing.v1.ExchangeCall.
+ * Use `create(ExchangeCallSchema)` to create a new message.
  */
-export declare const ExchangeRequestSchema: GenMessage<ExchangeRequest>;
+export declare const ExchangeCallSchema: GenMessage<ExchangeCall>;
 
 /**
- * ExchangeResponse answers one ExchangeRequest.
+ * ExchangeReply answers one ExchangeCall.
  *
- * @generated from message gateway.billing.v1.ExchangeResponse
+ * @generated from message gateway.billing.v1.ExchangeReply
  */
-export declare type ExchangeResponse = Message<"gateway.billing.v1.ExchangeResponse"> & {
+export declare type ExchangeReply = Message<"gateway.billing.v1.ExchangeReply"> & {
   /**
-   * The request's id.
+   * The call's id.
    *
    * @generated from field: uint64 id = 1;
    */
   id: bigint;
 
   /**
-   * @generated from oneof gateway.billing.v1.ExchangeResponse.result
+   * @generated from oneof gateway.billing.v1.ExchangeReply.result
    */
   result: {
     /**
@@ -435,10 +477,10 @@ export declare type ExchangeResponse = Message<"gateway.billing.v1.ExchangeRespo
 };
 
 /**
- * Describes the message gateway.billing.v1.ExchangeResponse.
- * Use `create(ExchangeResponseSchema)` to create a new message.
+ * Describes the message gateway.billing.v1.ExchangeReply.
+ * Use `create(ExchangeReplySchema)` to create a new message.
  */
-export declare const ExchangeResponseSchema: GenMessage<ExchangeResponse>;
+export declare const ExchangeReplySchema: GenMessage<ExchangeReply>;
 
 /**
  * RefundRequest names the settled request to refund.
@@ -763,9 +805,10 @@ export declare const BillingService: GenService<{
   },
   /**
    * Authorize, Settle and Release multiplexed over one long-lived stream: the gateway's hot path,
-   * where a call's HTTP/2 stream and headers cost more than the message. Each request gets
-   * exactly one response with its `id`; semantics and errors are those of the unary rpcs, so a
-   * caller whose stream breaks resends what was not answered (every call is idempotent).
+   * where a call's HTTP/2 stream and headers cost more than the message. Each call gets exactly
+   * one reply with its `id`; semantics and errors are those of the unary rpcs, so a caller whose
+   * stream breaks resends what was not answered (every call is idempotent). A stream message
+   * carries the calls (or replies) of one event-loop turn of its sender.
    *
    * @generated from rpc gateway.billing.v1.BillingService.Exchange
    */

@@ -142,12 +142,54 @@ export declare type GenerateRequest = Message<"gateway.text.v1.GenerateRequest">
 export declare const GenerateRequestSchema: GenMessage<GenerateRequest>;
 
 /**
- * ExchangeRequest is one Generate or GenerateStream call on the exchange stream (exactly one of
- * `generate` and `generate_stream` is set), or the cancellation of the call with this `id`.
+ * ExchangeRequest is one message of the caller on the exchange stream: the calls and
+ * cancellations it made in one event-loop turn, in the order it made them.
  *
  * @generated from message gateway.text.v1.ExchangeRequest
  */
 export declare type ExchangeRequest = Message<"gateway.text.v1.ExchangeRequest"> & {
+  /**
+   * The calls, at least one.
+   *
+   * @generated from field: repeated gateway.text.v1.ExchangeCall calls = 1;
+   */
+  calls: ExchangeCall[];
+};
+
+/**
+ * Describes the message gateway.text.v1.ExchangeRequest.
+ * Use `create(ExchangeRequestSchema)` to create a new message.
+ */
+export declare const ExchangeRequestSchema: GenMessage<ExchangeRequest>;
+
+/**
+ * ExchangeResponse is one message of the text service on the exchange stream: the replies and
+ * stream items it finished in one event-loop turn, each call's in order.
+ *
+ * @generated from message gateway.text.v1.ExchangeResponse
+ */
+export declare type ExchangeResponse = Message<"gateway.text.v1.ExchangeResponse"> & {
+  /**
+   * The replies, at least one.
+   *
+   * @generated from field: repeated gateway.text.v1.ExchangeReply replies = 1;
+   */
+  replies: ExchangeReply[];
+};
+
+/**
+ * Describes the message gateway.text.v1.ExchangeResponse.
+ * Use `create(ExchangeResponseSchema)` to create a new message.
+ */
+export declare const ExchangeResponseSchema: GenMessage<ExchangeResponse>;
+
+/**
+ * ExchangeCall is one Generate or GenerateStream call on the exchange stream (exactly one of
+ * `generate` and `generate_stream` is set), or the cancellation of the call with this `id`.
+ *
+ * @generated from message gateway.text.v1.ExchangeCall
+ */
+export declare type ExchangeCall = Message<"gateway.text.v1.ExchangeCall"> & {
   /**
    * Chosen by the caller, unique among its calls in flight on the stream; echoed in the response.
    *
@@ -186,26 +228,26 @@ export declare type ExchangeRequest = Message<"gateway.text.v1.ExchangeRequest">
 };
 
 /**
- * Describes the message gateway.text.v1.ExchangeRequest.
- * Use `create(ExchangeRequestSchema)` to create a new message.
+ * Describes the message gateway.text.v1.ExchangeCall.
+ * Use `create(ExchangeCallSchema)` to create a new message.
  */
-export declare const ExchangeRequestSchema: GenMessage<ExchangeRequest>;
+export declare const ExchangeCallSchema: GenMessage<ExchangeCall>;
 
 /**
- * ExchangeResponse answers one ExchangeRequest, or carries one item of a GenerateStream call.
+ * ExchangeReply answers one ExchangeCall, or carries one item of a GenerateStream call.
  *
- * @generated from message gateway.text.v1.ExchangeResponse
+ * @generated from message gateway.text.v1.ExchangeReply
  */
-export declare type ExchangeResponse = Message<"gateway.text.v1.ExchangeResponse"> & {
+export declare type ExchangeReply = Message<"gateway.text.v1.ExchangeReply"> & {
   /**
-   * The request's id.
+   * The call's id.
    *
    * @generated from field: uint64 id = 1;
    */
   id: bigint;
 
   /**
-   * @generated from oneof gateway.text.v1.ExchangeResponse.result
+   * @generated from oneof gateway.text.v1.ExchangeReply.result
    */
   result: {
     /**
@@ -231,10 +273,10 @@ export declare type ExchangeResponse = Message<"gateway.text.v1.ExchangeResponse
 };
 
 /**
- * Describes the message gateway.text.v1.ExchangeResponse.
- * Use `create(ExchangeResponseSchema)` to create a new message.
+ * Describes the message gateway.text.v1.ExchangeReply.
+ * Use `create(ExchangeReplySchema)` to create a new message.
  */
-export declare const ExchangeResponseSchema: GenMessage<ExchangeResponse>;
+export declare const ExchangeReplySchema: GenMessage<ExchangeReply>;
 
 /**
  * Usage is what the provider reported.
@@ -1025,7 +1067,8 @@ export declare const TextService: GenService<{
    * `generate` request gets exactly one response with its `id`; a `generate_stream` request gets
    * its items, each a response with its `id`, the last one its `StreamEnd` (or an error). Not
    * idempotent (it calls a provider): a caller whose stream breaks fails the unanswered calls
-   * instead of resending them. Generation has no unary rpcs: the exchange is the only way in.
+   * instead of resending them. Generation has no unary rpcs: the exchange is the only way in. A
+   * stream message carries the calls (or replies) of one event-loop turn of its sender.
    *
    * @generated from rpc gateway.text.v1.TextService.Exchange
    */
