@@ -24,6 +24,8 @@ interface Fake {
   server: grpc.Server;
   /** Authorize calls seen per request id (a resent call shows as 2). */
   seen: Map<string, number>;
+  /** The number of calls in each stream message the server received, in order. */
+  messages: number[];
   unexpected: unknown[];
 }
 
@@ -32,18 +34,25 @@ afterEach(async () => {
   for (const s of servers.splice(0)) s.forceShutdown();
 });
 
+/**
+ * `delayMs`: each call waits that long before it is answered (none: answered at once, so the
+ * answers to the calls of one message are finished in one turn). Account `slow` waits 300 ms more.
+ */
 async function startFake(opts: { port?: number; delayMs?: number } = {}): Promise<Fake> {
   const server = new grpc.Server();
   const seen = new Map<string, number>();
+  const messages: number[] = [];
   const unexpected: unknown[] = [];
-  const exchange: Impl['exchange'] = (call, ctx) =>
-    serveExchange(call, ctx, {
+  const exchange: Impl['exchange'] = (call, ctx) => {
+    call.on('data', (msg: billingV1.ExchangeRequest) => messages.push(msg.calls.length));
+    return serveExchange(call, ctx, {
       service: billingV1.BillingService.typeName,
       methodOf: (req) => req.call.case ?? 'Exchange',
       handle: async (req) => {
-        await new Promise((r) => setTimeout(r, opts.delayMs ?? 0));
+        if (opts.delayMs !== undefined) await new Promise((r) => setTimeout(r, opts.delayMs));
         if (req.call.case !== 'authorize') throw new Error('only authorize here');
         const a = req.call.value;
+        if (a.accountId === 'slow') await new Promise((r) => setTimeout(r, 300));
         seen.set(a.requestId, (seen.get(a.requestId) ?? 0) + 1);
         if (a.accountId === 'poor') throw new GatewayError('insufficient_balance', 'The wallet balance is not enough for this request.');
         if (a.accountId === 'limited') throw new GatewayError('api_key_limit_exceeded', 'limit', { limit_type: 'requests', period: 'daily' });
@@ -51,11 +60,12 @@ async function startFake(opts: { port?: number; delayMs?: number } = {}): Promis
         return { case: 'authorize' as const, value: { held: a.worstUnits, balanceAfter: BigInt(a.requestId.length) } };
       },
     });
+  };
   const others = Object.fromEntries(billingV1.BillingService.methods.map((m) => [m.localName, async () => Promise.reject(new Error('not in this test'))]));
   addService(server, billingV1.BillingService, { ...others, exchange } as unknown as Impl, { onUnexpectedError: (err) => unexpected.push(err) });
   const port = await bindServer(server, '127.0.0.1', opts.port ?? 0);
   servers.push(server);
-  return { address: `127.0.0.1:${port}`, server, seen, unexpected };
+  return { address: `127.0.0.1:${port}`, server, seen, messages, unexpected };
 }
 
 const authorize = (requestId: string, accountId = 'a') => ({ requestId, accountId, worstUnits: 7n });
@@ -66,8 +76,16 @@ const authorize = (requestId: string, accountId = 'a') => ({ requestId, accountI
  */
 function moneyOn(address: string, opts: { defaultTimeoutMs?: number } = {}) {
   const client = createClient(billingV1.BillingService, address, opts);
-  const exchange = new ExchangeClient<billingV1.ExchangeReply>(() => client.exchange(), { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
+  /** The number of replies in each stream message the caller received, in order. */
+  const replies: number[] = [];
+  const open = () => {
+    const stream = client.exchange();
+    stream.on('data', (msg: billingV1.ExchangeResponse) => replies.push(msg.replies.length));
+    return stream;
+  };
+  const exchange = new ExchangeClient<billingV1.ExchangeReply>(open, { service: billingV1.BillingService.typeName, resend: true, defaultTimeoutMs: opts.defaultTimeoutMs });
   return {
+    replies,
     authorize: (value: ReturnType<typeof authorize>, callOpts: { timeoutMs?: number } = {}) =>
       exchange.request<billingV1.AuthorizeResponse>('Authorize', 'authorize', (envelope) => ({ ...envelope, call: { case: 'authorize', value } }), callOpts.timeoutMs),
     close() {
@@ -191,6 +209,76 @@ describe('billing exchange', () => {
     await expect(call).rejects.toMatchObject({ grpcCode: grpc.status.UNAVAILABLE });
     exchange.close();
     client.close();
+  });
+
+  it('sends the calls made in one turn as one message, and the answers finished in one turn as one message', async () => {
+    const fake = await startFake();
+    const money = moneyOn(fake.address);
+    await money.authorize(authorize('warm')); // the stream is open
+    const ids = ['b1', 'b22', 'b333', 'b4444', 'b55555'];
+    const answers = await Promise.all(ids.map((id) => money.authorize(authorize(id))));
+    expect(answers.map((a) => [a.held, a.balanceAfter])).toEqual(ids.map((id) => [7n, BigInt(id.length)]));
+    expect(fake.messages).toEqual([1, 5]);
+    expect(money.replies).toEqual([1, 5]);
+    // Calls made in later turns go in messages of their own, each answered as itself.
+    for (const id of ['c1', 'c22']) await expect(money.authorize(authorize(id))).resolves.toMatchObject({ balanceAfter: BigInt(id.length) });
+    expect(fake.messages).toEqual([1, 5, 1, 1]);
+    money.close();
+  });
+
+  it('answers each call of a message with its own outcome: results, domain errors and internal failures side by side', async () => {
+    const fake = await startFake();
+    const money = moneyOn(fake.address);
+    const outcomes = await Promise.allSettled([
+      money.authorize(authorize('ok-1')),
+      money.authorize(authorize('poor-1', 'poor')),
+      money.authorize(authorize('boom-1', 'boom')),
+      money.authorize(authorize('limited-1', 'limited')),
+      money.authorize(authorize('ok-22')),
+    ]);
+    expect(fake.messages).toEqual([5]);
+    expect(money.replies).toEqual([5]);
+    const [ok1, poor, boom, limited, ok2] = outcomes;
+    expect(ok1).toMatchObject({ status: 'fulfilled', value: { held: 7n, balanceAfter: 4n } });
+    expect(ok2).toMatchObject({ status: 'fulfilled', value: { held: 7n, balanceAfter: 5n } });
+    expect(poor).toMatchObject({ status: 'rejected', reason: { name: 'GatewayError', code: 'insufficient_balance' } });
+    expect(limited).toMatchObject({ status: 'rejected', reason: { name: 'GatewayError', code: 'api_key_limit_exceeded', details: { limit_type: 'requests', period: 'daily' } } });
+    expect(boom).toMatchObject({ status: 'rejected', reason: { name: 'RpcError', grpcCode: grpc.status.INTERNAL } });
+    expect((boom as PromiseRejectedResult).reason.message).not.toContain('secret');
+    expect(fake.unexpected).toHaveLength(1);
+    money.close();
+  });
+
+  it('keeps each call of a message to its own deadline: one passes it, the others are answered', async () => {
+    const fake = await startFake();
+    const money = moneyOn(fake.address);
+    const slow = money.authorize(authorize('slow-1', 'slow'), { timeoutMs: 100 }).catch((e: unknown) => e);
+    const fast = ['f1', 'f22', 'f333'].map((id) => money.authorize(authorize(id), { timeoutMs: 2_000 }));
+    await expect(Promise.all(fast)).resolves.toMatchObject([{ balanceAfter: 2n }, { balanceAfter: 3n }, { balanceAfter: 4n }]);
+    expect(await slow).toMatchObject({ name: 'RpcError', grpcCode: grpc.status.DEADLINE_EXCEEDED });
+    expect(fake.messages).toEqual([4]);
+    // Its late answer is dropped, and the exchange goes on.
+    await new Promise((r) => setTimeout(r, 350));
+    await expect(money.authorize(authorize('after'))).resolves.toMatchObject({ held: 7n });
+    money.close();
+  });
+
+  it('sends a message of calls again, whole, to the successor of a server that refused it as not taken', async () => {
+    const first = await startFake({ delayMs: 200 });
+    const port = Number(first.address.split(':')[1]);
+    const money = moneyOn(first.address, { defaultTimeoutMs: 10_000 });
+    await money.authorize(authorize('warm'));
+    const stopping = shutdownServer(first.server, 5_000);
+    // In the same turn as the shutdown's start: they reach the server after it stopped taking calls.
+    const refused = ['n1', 'n2', 'n3'].map((id) => money.authorize(authorize(id)));
+    await stopping;
+    const second = await startFake({ port });
+    await expect(Promise.all(refused)).resolves.toHaveLength(3);
+    expect(first.messages).toEqual([1, 3]); // received, and refused
+    expect(first.seen.has('n1')).toBe(false);
+    expect([...second.seen.keys()].sort()).toEqual(['n1', 'n2', 'n3']);
+    expect(second.messages).toEqual([3]);
+    money.close();
   });
 
   it('fails calls made on a closed exchange', async () => {

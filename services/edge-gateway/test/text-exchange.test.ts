@@ -20,8 +20,13 @@ async function startTextFake(opts: { port?: number; itemDelayMs?: number } = {})
   const ran: string[] = [];
   /** Streams whose work was stopped by their caller's cancellation. */
   const stopped: string[] = [];
-  const exchange: TextImpl['exchange'] = (call, ctx) =>
-    serveExchange(call, ctx, {
+  /** Each stream message received: its calls' request ids, a cancellation as `cancel <id>`. */
+  const messages: string[][] = [];
+  const exchange: TextImpl['exchange'] = (call, ctx) => {
+    call.on('data', (msg: textV1.ExchangeRequest) =>
+      messages.push(msg.calls.map((c) => (c.cancel ? `cancel ${c.id}` : (c.generate ?? c.generateStream)!.requestId))),
+    );
+    return serveExchange(call, ctx, {
       service: textV1.TextService.typeName,
       methodOf: (req) => (req.generateStream ? 'GenerateStream' : 'Generate'),
       isCancel: (req) => req.cancel,
@@ -48,11 +53,12 @@ async function startTextFake(opts: { port?: number; itemDelayMs?: number } = {})
         })();
       },
     });
+  };
   const others = Object.fromEntries(textV1.TextService.methods.map((m) => [m.localName, async () => Promise.reject(new Error('not in this test'))]));
   addService(server, textV1.TextService, { ...others, exchange } as unknown as TextImpl, { onUnexpectedError: () => undefined });
   const port = await bindServer(server, '127.0.0.1', opts.port ?? 0);
   servers.push(server);
-  return { address: `127.0.0.1:${port}`, port, server, ran, stopped };
+  return { address: `127.0.0.1:${port}`, port, server, ran, stopped, messages };
 }
 
 /** A stream's items as `frame data` strings and `end`, or the error that ended it. */
@@ -136,6 +142,56 @@ describe('text exchange: streamed answers', () => {
     }
     await vi.waitFor(() => expect(fake.stopped).toEqual(['e1']), { timeout: 2_000 });
     expect(await itemsOf(text.generateStream({ requestId: 'e2', publicModel: 'm' }))).toEqual(streamed('e2'));
+    text.close();
+  });
+});
+
+describe('text exchange: calls made together', () => {
+  it('streams asked for in one turn go as one message; one given up midway is stopped on the server, the others finish', async () => {
+    const fake = await startTextFake({ itemDelayMs: 100 });
+    const text = createGenerateExchange(fake.address);
+    const quit = new AbortController();
+    const [m1, m2, m3] = ['m1', 'm2', 'm3'].map((id) => text.generateStream({ requestId: id, publicModel: 'm' }, id === 'm2' ? { signal: quit.signal } : {}));
+    const it2 = m2![Symbol.asyncIterator]();
+    const kept1 = itemsOf(m1!);
+    const first2 = it2.next();
+    const kept = [kept1, itemsOf(m3!)];
+    expect((await first2).value).toMatchObject({ item: { case: 'frame' } });
+    quit.abort();
+    await expect(it2.next()).rejects.toMatchObject({ grpcCode: grpc.status.CANCELLED });
+    expect(await Promise.all(kept)).toEqual([streamed('m1'), streamed('m3')]);
+    await vi.waitFor(() => expect(fake.stopped).toEqual(['m2']), { timeout: 2_000 });
+    expect(fake.messages[0]).toEqual(['m1', 'm2', 'm3']);
+    expect(fake.messages.slice(1)).toEqual([[expect.stringMatching(/^cancel \d+$/)]]);
+    text.close();
+  });
+
+  it('a call given up in the turn it was made is never sent; the others of that turn are', async () => {
+    const fake = await startTextFake();
+    const text = createGenerateExchange(fake.address);
+    const quit = new AbortController();
+    const dropped = text.generateStream({ requestId: 'q1', publicModel: 'm' }, { signal: quit.signal })[Symbol.asyncIterator]().next();
+    const sent = itemsOf(text.generateStream({ requestId: 'q2', publicModel: 'm' }));
+    quit.abort();
+    await expect(dropped).rejects.toMatchObject({ grpcCode: grpc.status.CANCELLED });
+    expect(await sent).toEqual(streamed('q2'));
+    expect(fake.messages).toEqual([['q2']]);
+    expect(fake.ran).toEqual(['q2']);
+    text.close();
+  });
+
+  it('answers Generate calls of one message each with its own result or error', async () => {
+    const fake = await startTextFake();
+    const text = createGenerateExchange(fake.address);
+    const [a, b, c] = await Promise.allSettled([
+      text.generate({ requestId: 'h1', publicModel: 'm' }),
+      text.generate({ requestId: 'h2', publicModel: 'cooling' }),
+      text.generate({ requestId: 'h3', publicModel: 'm' }),
+    ]);
+    expect(fake.messages).toEqual([['h1', 'h2', 'h3']]);
+    expect(a.status === 'fulfilled' && Buffer.from(a.value.body).toString()).toBe('{"id":"h1"}');
+    expect(b).toMatchObject({ status: 'rejected', reason: { code: 'model_temporarily_unavailable', details: { retry_after_seconds: 7 } } });
+    expect(c.status === 'fulfilled' && Buffer.from(c.value.body).toString()).toBe('{"id":"h3"}');
     text.close();
   });
 });
