@@ -25,7 +25,6 @@ export { REMOVED_TOOLS_HEADER } from './hosted-tools.ts';
 export { applyPassthroughPolicy, PASSTHROUGH_POLICY, PROTOTYPE_KEYS } from './passthrough-policy.ts';
 export { createStreamTranslator, type StreamTranslator } from './stream.ts';
 export { streamFailureEvents } from './failure.ts';
-export { validateRequest, withoutNullFields } from './validate.ts';
 export { estimateInputTokensUpperBound, maxOutputTokens, IMAGE_TOKEN_ALLOWANCE, REQUEST_TOKEN_ALLOWANCE } from './estimate.ts';
 
 /**

@@ -9,6 +9,7 @@ import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './pl
 import { countPendingRateLimit, registerRouteChecks } from './plugins/route-checks.ts';
 import { registerTelemetry } from './plugins/telemetry.ts';
 import { registerOpenApi } from './openapi/openapi.plugin.ts';
+import { validatorCompiler } from './schemas/problems.ts';
 import { modelsRoutes } from './protocols/models.route.ts';
 import { imagesRoutes } from './protocols/images.routes.ts';
 import { textRoutes } from './protocols/text.routes.ts';
@@ -89,10 +90,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   await app.register(
     async (api) => {
-      // Route schemas document the API (OpenAPI); handlers validate in the order of checks of
-      // DECISIONS.md themselves, and answers pass through as they are (protocols carry fields
-      // the schemas do not name).
-      api.setValidatorCompiler(() => () => true);
+      // A route's body schema validates it (step 4 of the order of checks, after the route checks
+      // and the body's reading), types it and documents it (OpenAPI). Answers pass through as
+      // they are: protocols carry fields the response schemas do not name.
+      api.setValidatorCompiler(validatorCompiler);
       api.setSerializerCompiler(() => (data) => JSON.stringify(data));
       // Order of checks (DECISIONS.md): auth, the account rate limit and the operator switches,
       // before anything else, as each route declares them (see route-checks.ts).

@@ -82,7 +82,8 @@ describe('credentials (issue 20 finding 6, issue 21 item 7)', () => {
 });
 
 describe('Idempotency-Key (issue 20 finding 6)', () => {
-  const image = { model: 'img', prompt: 'a cat' };
+  // Valid on both routes: the header is read after the body's schema.
+  const image = { model: 'img', prompt: 'a cat', duration_seconds: 4 };
   it.each(['/v1/images/generations', '/v1/videos/generations'])('two Idempotency-Key headers on %s are 400 invalid_request, not one key "a1, a2"', async (url) => {
     gw = await fakeGateway();
     const res = await send('POST', url, headers(['authorization', `Bearer ${gw.keys.a}`], ['idempotency-key', 'a1'], ['idempotency-key', 'a2']), image);

@@ -1,9 +1,15 @@
 import { billingV1 } from '@gw/contracts';
 import { describe, expect, it } from 'vitest';
 import { MAX_IMAGE_BASE64_CHARS } from '../src/generation/image-input.ts';
-import { assertSizeFits, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../src/generation/image-request.ts';
+import { assertSizeFits, EDIT_BODY_LIMIT, editRequestOf, GENERATION_BODY_LIMIT, generationRequestOf } from '../src/generation/image-request.ts';
+import { ImageEditRequest, ImageGenerationRequest } from '../src/schemas/media.ts';
+import { parseBody } from '../src/schemas/problems.ts';
 import type { ResolvedModel } from '../src/state/catalog-cache.ts';
 import { refusal } from './support/refusal.ts';
+
+/** A body as its route reads it: the schema (step 4), then the request the gateway goes on with. */
+const parseGenerationBody = (body: unknown) => generationRequestOf(parseBody(ImageGenerationRequest, body));
+const parseEditBody = (body: unknown) => editRequestOf(parseBody(ImageEditRequest, body));
 
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01]);
 
@@ -53,6 +59,16 @@ describe('image request bodies', () => {
     const err = refusal(() => parseGenerationBody(body));
     expect(err.code).toBe('invalid_request');
     expect(err.message).toMatch(message);
+  });
+
+  it('accepts null as not set, as OpenAI clients send it', () => {
+    expect(parseGenerationBody({ model: 'img', prompt: 'a cat', n: null, size: null, output_format: null, response_format: null })).toEqual({
+      model: 'img',
+      prompt: 'a cat',
+      n: 1,
+      size: undefined,
+      outputMimeType: undefined,
+    });
   });
 
   it('names every problem at once', () => {

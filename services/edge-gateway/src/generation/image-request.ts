@@ -1,11 +1,8 @@
-import { withinCharacters } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
+import type { ImageEditBody, ImageGenerationBody, OUTPUT_FORMATS } from '../schemas/media.ts';
+import { MAX_PROMPT_CHARS } from '../schemas/media.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { decodeImageInput, MAX_IMAGE_INPUT_JSON_BYTES, type DecodedImage, type ImageMimeType } from './image-input.ts';
-
-/** Spec 8. */
-export const MAX_PROMPT_CHARS = 4000;
-export const MAX_IMAGES = 4;
 
 /** The JSON text of the longest valid prompt: every character an escaped surrogate pair (`\ud83d\ude00`). */
 const MAX_PROMPT_JSON_BYTES = MAX_PROMPT_CHARS * 12;
@@ -31,11 +28,9 @@ export const EDIT_BODY_HELP = {
     'or "image":{"b64_json":"<base64>","mime_type":"image/png"}.',
 };
 
-const SIZE = /^([1-9]\d{0,4})x([1-9]\d{0,4})$/;
-/** OpenAI's `output_format` (an extension here: the providers that let the caller choose use it). */
-const OUTPUT_FORMATS: Record<string, ImageMimeType> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
+const MIME_OF: Record<(typeof OUTPUT_FORMATS)[number], ImageMimeType> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
 
-/** A validated `/images/generations` body. */
+/** An `/images/generations` body as the gateway goes on with it. */
 export interface ImageGenerationRequest {
   model: string;
   prompt: string;
@@ -45,68 +40,25 @@ export interface ImageGenerationRequest {
   outputMimeType: ImageMimeType | undefined;
 }
 
-/** A validated `/images/edits` body. */
+/** An `/images/edits` body, its source image decoded. */
 export interface ImageEditRequest extends ImageGenerationRequest {
   image: DecodedImage;
 }
 
-type Json = Record<string, unknown>;
-
-/** Problems of the fields both endpoints share, each named. */
-function commonProblems(body: Json): string[] {
-  const problems: string[] = [];
-  if (typeof body.model !== 'string' || body.model === '') problems.push('model is required (a model id from GET /models)');
-  if (typeof body.prompt !== 'string' || body.prompt.trim() === '') problems.push('prompt is required (a non-empty string)');
-  else if (!withinCharacters(body.prompt, MAX_PROMPT_CHARS)) problems.push(`prompt must be at most ${MAX_PROMPT_CHARS} characters`);
-  if (body.n !== undefined && body.n !== null && !(Number.isInteger(body.n) && (body.n as number) >= 1 && (body.n as number) <= MAX_IMAGES)) {
-    problems.push(`n must be an integer from 1 to ${MAX_IMAGES}`);
-  }
-  if (body.size !== undefined && body.size !== null && !(typeof body.size === 'string' && SIZE.test(body.size))) {
-    problems.push('size must have the form <width>x<height>, e.g. 1024x1024');
-  }
-  if (body.output_format !== undefined && body.output_format !== null && !(typeof body.output_format === 'string' && body.output_format in OUTPUT_FORMATS)) {
-    problems.push('output_format must be png, jpeg or webp');
-  }
-  if (body.response_format !== undefined && body.response_format !== null && body.response_format !== 'b64_json') {
-    problems.push('response_format can only be b64_json: images are always returned as base64');
-  }
-  return problems;
-}
-
-function objectBody(body: unknown): Json {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  return body as Json;
-}
-
-function fail(problems: string[]): never {
-  throw new GatewayError('invalid_request', `Invalid request: ${problems.join('; ')}.`);
-}
-
-function generationOf(body: Json): ImageGenerationRequest {
+/** Step 4 for `/images/generations` (spec 4.7), after its schema: defaults filled in. */
+export function generationRequestOf(body: ImageGenerationBody): ImageGenerationRequest {
   return {
-    model: body.model as string,
-    prompt: body.prompt as string,
-    n: typeof body.n === 'number' ? body.n : 1,
-    size: typeof body.size === 'string' ? body.size : undefined,
-    outputMimeType: typeof body.output_format === 'string' ? OUTPUT_FORMATS[body.output_format] : undefined,
+    model: body.model,
+    prompt: body.prompt,
+    n: body.n ?? 1,
+    size: body.size ?? undefined,
+    outputMimeType: body.output_format ? MIME_OF[body.output_format] : undefined,
   };
 }
 
-/** Step 4 of the order of checks for `/images/generations` (spec 4.7). */
-export function parseGenerationBody(raw: unknown): ImageGenerationRequest {
-  const body = objectBody(raw);
-  const problems = commonProblems(body);
-  if (problems.length > 0) fail(problems);
-  return generationOf(body);
-}
-
-/** Step 4 for `/images/edits` (spec 4.8): the generation fields plus the source `image`. */
-export function parseEditBody(raw: unknown): ImageEditRequest {
-  const body = objectBody(raw);
-  const problems = commonProblems(body);
-  if (body.image === undefined || body.image === null) problems.push('image is required (b64_json with mime_type, or data_url)');
-  if (problems.length > 0) fail(problems);
-  return { ...generationOf(body), image: decodeImageInput(body.image, 'image') };
+/** Step 4 for `/images/edits` (spec 4.8), after its schema: the source image decoded (spec 2.4). */
+export function editRequestOf(body: ImageEditBody): ImageEditRequest {
+  return { ...generationRequestOf(body), image: decodeImageInput(body.image, 'image') };
 }
 
 /** A size the model does not declare (when it declares any) is the request's fault. */

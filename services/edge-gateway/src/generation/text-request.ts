@@ -9,8 +9,6 @@ import {
   streamFailureEvents,
   TranslateError,
   upstreamDialect,
-  validateRequest,
-  withoutNullFields,
   type Dialect,
 } from '@gw/translate';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -32,17 +30,6 @@ const PROTO_DIALECT: Record<Dialect, textV1.Dialect> = {
 
 /** A whole answer may take the provider's full text deadline; streams are bounded by their output cap. */
 const GENERATE_TIMEOUT_MS = 11 * 60_000;
-
-/**
- * Step 4 of the order of checks: the body in the client's protocol, with every problem named. The
- * body answered is the one the gateway goes on with (see `withoutNullFields`).
- */
-export function validBody(dialect: Dialect, raw: unknown): Json {
-  const body = withoutNullFields(dialect, raw);
-  const problems = validateRequest(dialect, body);
-  if (problems.length > 0) throw new GatewayError('invalid_request', `Invalid request: ${problems.join('; ')}.`);
-  return body as Json;
-}
 
 /** Beta feature names, comma-separated, as the Anthropic SDK's `betas` option sends them. */
 const BETA_LIST = /^[A-Za-z0-9._-]+(?: *, *[A-Za-z0-9._-]+)*$/;
@@ -149,14 +136,13 @@ export function translateForRoutes(dialect: ClientDialect, body: Json, model: Re
 }
 
 /**
- * Steps 4 and 5 of the order of checks for a text route (body, model); 1 to 3 are the route
- * checks. The route defers its rate limit: a failure here reports 429 first when the account is
- * over its limit (see route-checks.ts).
+ * Step 5 of the order of checks for a text route (the model), its body valid (step 4, the route's
+ * schema); 1 to 3 are the route checks. The route defers its rate limit: a failure here reports
+ * 429 first when the account is over its limit (see route-checks.ts).
  */
-export function preflightText(deps: GatewayDeps, request: FastifyRequest, dialect: ClientDialect, endpoint: string, parse: (raw: unknown) => Json = (raw) => validBody(dialect, raw)) {
-  const body = parse(request.body);
+export function preflightText(deps: GatewayDeps, request: FastifyRequest, body: Json & { model: string }, dialect: ClientDialect, endpoint: string) {
   const betas = dialect === 'messages' ? anthropicBeta(request) : '';
-  const model = resolveModel(deps, request, body.model as string, endpoint);
+  const model = resolveModel(deps, request, body.model, endpoint);
   return { body, model, anthropicBeta: betas, translated: translateForRoutes(dialect, body, model) };
 }
 

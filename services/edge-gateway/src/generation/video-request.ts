@@ -1,13 +1,7 @@
-import { withinCharacters } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
+import { MAX_PROMPT_CHARS, type AspectRatio, type VideoBody } from '../schemas/media.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { decodeImageInput, MAX_IMAGE_INPUT_JSON_BYTES, type DecodedImage } from './image-input.ts';
-
-/** Spec 4.9 and 8. */
-export const VIDEO_DURATIONS: readonly number[] = [4, 6, 8];
-export const ASPECT_RATIOS = ['16:9', '9:16'] as const;
-export type AspectRatio = (typeof ASPECT_RATIOS)[number];
-export const MAX_PROMPT_CHARS = 4000;
 
 /** The JSON text of the longest valid prompt: every character an escaped surrogate pair (`\ud83d\ude00`). */
 const MAX_PROMPT_JSON_BYTES = MAX_PROMPT_CHARS * 12;
@@ -39,36 +33,15 @@ export interface VideoRequest {
   lastFrame: DecodedImage | undefined;
 }
 
-type Json = Record<string, unknown>;
-
-const absent = (value: unknown) => value === undefined || value === null;
-
-/**
- * Step 4 of the order of checks for spec 4.9: every field problem named at once; then the frames
- * are decoded (spec 2.4: PNG, JPEG or WEBP, at most 8 MB, bytes matching the declared type).
- */
-export function parseVideoBody(raw: unknown): VideoRequest {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  const body = raw as Json;
-  const problems: string[] = [];
-  if (typeof body.model !== 'string' || body.model === '') problems.push('model is required (a VIDEO model id from GET /models)');
-  if (typeof body.prompt !== 'string' || body.prompt.trim() === '') problems.push('prompt is required (a non-empty string)');
-  else if (!withinCharacters(body.prompt, MAX_PROMPT_CHARS)) problems.push(`prompt must be at most ${MAX_PROMPT_CHARS} characters`);
-  // Stored until the job is submitted, and Postgres text cannot hold a NUL.
-  else if (body.prompt.includes('\u0000')) problems.push('prompt must not contain the NUL character (U+0000)');
-  if (!(typeof body.duration_seconds === 'number' && VIDEO_DURATIONS.includes(body.duration_seconds))) {
-    problems.push('duration_seconds is required and must be 4, 6 or 8');
-  }
-  if (!absent(body.aspect_ratio) && !ASPECT_RATIOS.includes(body.aspect_ratio as AspectRatio)) problems.push('aspect_ratio must be "16:9" or "9:16"');
-  if (!absent(body.last_frame) && absent(body.image)) problems.push('last_frame must be sent together with image (the first frame)');
-  if (problems.length > 0) throw new GatewayError('invalid_request', `Invalid request: ${problems.join('; ')}.`);
+/** Step 4 for spec 4.9, after its schema: the default ratio filled in, the frames decoded (spec 2.4). */
+export function videoRequestOf(body: VideoBody): VideoRequest {
   return {
-    model: body.model as string,
-    prompt: body.prompt as string,
-    durationSeconds: body.duration_seconds as number,
-    aspectRatio: absent(body.aspect_ratio) ? '16:9' : (body.aspect_ratio as AspectRatio),
-    image: absent(body.image) ? undefined : decodeImageInput(body.image, 'image'),
-    lastFrame: absent(body.last_frame) ? undefined : decodeImageInput(body.last_frame, 'last_frame'),
+    model: body.model,
+    prompt: body.prompt,
+    durationSeconds: body.duration_seconds,
+    aspectRatio: body.aspect_ratio ?? '16:9',
+    image: body.image ? decodeImageInput(body.image, 'image') : undefined,
+    lastFrame: body.last_frame ? decodeImageInput(body.last_frame, 'last_frame') : undefined,
   };
 }
 

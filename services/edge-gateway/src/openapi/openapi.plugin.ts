@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { presentDocument, UI_OPTIONS } from './presentation.ts';
-import { SCHEMAS } from './schemas.ts';
+import { documentedRoute, SCHEMAS } from './schemas.ts';
 
 /**
  * The OpenAPI 3.1 document of the public API, generated from the route schemas, served at
@@ -24,6 +24,7 @@ export async function registerOpenApi(app: FastifyInstance, basePath: string): P
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     hideUntagged: true,
+    transform: ({ schema, url }) => ({ schema: documentedRoute(schema), url }),
     transformObject: (doc) => ('openapiObject' in doc ? presentDocument(doc.openapiObject as Record<string, unknown>, basePath) : doc.swaggerObject),
   });
   await app.register(swaggerUi, { routePrefix: `${basePath}/docs`, ...UI_OPTIONS });

@@ -1,4 +1,37 @@
 import { ERROR_CODES, ERROR_TABLE, type ErrorCode } from '@gw/errors';
+import type { FastifySchema } from 'fastify';
+import { z } from 'zod';
+import { ImageEditRequest, ImageGenerationRequest, VideoRequest } from '../schemas/media.ts';
+import { ChatCompletionRequest, CountTokensRequest, LegacyChatRequest, MessagesRequest, ResponsesRequest } from '../schemas/text.ts';
+
+/**
+ * Every public request body's schema (src/schemas), by its name in the OpenAPI document: each
+ * validates its route's body and is documented as its JSON Schema (`SCHEMAS`).
+ */
+export const REQUEST_BODIES = {
+  ChatCompletionRequest,
+  LegacyChatRequest,
+  MessagesRequest,
+  CountTokensRequest,
+  ResponsesRequest,
+  ImageGenerationRequest,
+  ImageEditRequest,
+  VideoRequest,
+};
+
+const NAME_OF = new Map<z.ZodType, string>(Object.entries(REQUEST_BODIES).map(([name, schema]) => [schema, name]));
+
+/** A route schema as the OpenAPI document shows it: a request body by reference to its named schema. */
+export function documentedRoute(route: FastifySchema): FastifySchema {
+  const name = route?.body instanceof z.ZodType ? NAME_OF.get(route.body) : undefined;
+  return name === undefined ? route : { ...route, body: { $ref: `${name}#` } };
+}
+
+/** A body schema as JSON Schema: what a client may send (refinements are stated in words, in the 400's message). */
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+  return json;
+}
 
 /**
  * JSON Schemas of the public API, registered with fastify (`addSchema`) and referenced by the
@@ -12,18 +45,8 @@ const service = {
   properties: { credit_charged: { type: 'integer' }, balance_after: { type: 'integer' } },
   required: ['credit_charged', 'balance_after'],
 };
-const imageInput = {
-  type: 'object',
-  description: 'Spec 2.4: `b64_json` with `mime_type`, or a `data:` URL. PNG, JPEG or WEBP, at most 8 MB decoded.',
-  properties: {
-    b64_json: { type: 'string' },
-    data_url: { type: 'string' },
-    mime_type: { type: 'string', enum: ['image/png', 'image/jpeg', 'image/webp'] },
-  },
-};
-const message = { type: 'object', properties: { role: { type: 'string' }, content: {} }, required: ['role', 'content'] };
-
 export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
+  ...Object.entries(REQUEST_BODIES).map(([$id, schema]) => ({ $id, ...jsonSchemaOf(schema) })),
   {
     $id: 'ErrorBody',
     type: 'object',
@@ -76,14 +99,6 @@ export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
     required: ['data'],
   },
   {
-    $id: 'ChatCompletionRequest',
-    type: 'object',
-    additionalProperties: true,
-    description: 'Optional fields may be null, meaning not set, as in OpenAI\'s API.',
-    properties: { model: { type: 'string' }, messages: { type: 'array', items: message }, stream: { type: ['boolean', 'null'], default: false } },
-    required: ['model', 'messages'],
-  },
-  {
     $id: 'ChatCompletion',
     type: 'object',
     additionalProperties: true,
@@ -95,30 +110,10 @@ export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
     },
   },
   {
-    $id: 'LegacyChatRequest',
-    type: 'object',
-    properties: { model: { type: 'string' }, messages: { type: 'array', items: { type: 'object', properties: { role: { type: 'string', enum: ['system', 'user', 'assistant'] }, content: { type: 'string' } }, required: ['role', 'content'] } } },
-    required: ['model', 'messages'],
-  },
-  {
     $id: 'LegacyChatResponse',
     type: 'object',
     properties: { reply: { type: 'string' }, tokensUsed: { type: 'integer' }, creditCharged: { type: 'integer' }, balanceAfter: { type: 'integer' } },
     required: ['reply', 'tokensUsed', 'creditCharged', 'balanceAfter'],
-  },
-  {
-    $id: 'MessagesRequest',
-    type: 'object',
-    additionalProperties: true,
-    properties: {
-      model: { type: 'string' },
-      max_tokens: { type: 'integer', minimum: 1 },
-      messages: { type: 'array', items: message },
-      system: { oneOf: [{ type: 'string' }, { type: 'array' }] },
-      tools: { type: 'array', description: 'Forwarded unchanged.' },
-      stream: { type: 'boolean' },
-    },
-    required: ['model', 'max_tokens', 'messages'],
   },
   {
     $id: 'Message',
@@ -132,29 +127,7 @@ export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
       service: { $ref: 'Service#' },
     },
   },
-  {
-    $id: 'CountTokensRequest',
-    type: 'object',
-    additionalProperties: true,
-    properties: { model: { type: 'string' }, messages: { type: 'array', items: message }, system: {}, tools: { type: 'array' } },
-    required: ['model', 'messages'],
-  },
   { $id: 'CountTokensResponse', type: 'object', properties: { input_tokens: { type: 'integer' } }, required: ['input_tokens'] },
-  {
-    $id: 'ResponsesRequest',
-    type: 'object',
-    additionalProperties: true,
-    description: 'Optional fields may be null, meaning not set, as in OpenAI\'s API.',
-    properties: {
-      model: { type: 'string' },
-      input: { oneOf: [{ type: 'string' }, { type: 'array' }] },
-      instructions: { type: ['string', 'null'] },
-      tools: { type: 'array', description: 'Forwarded unchanged.' },
-      max_output_tokens: { type: ['integer', 'null'], minimum: 1 },
-      stream: { type: ['boolean', 'null'] },
-    },
-    required: ['model', 'input'],
-  },
   {
     $id: 'Response',
     type: 'object',
@@ -167,19 +140,6 @@ export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
       service: { $ref: 'Service#' },
     },
   },
-  { $id: 'ImageInput', ...imageInput },
-  {
-    $id: 'ImageGenerationRequest',
-    type: 'object',
-    properties: { model: { type: 'string' }, prompt: { type: 'string', maxLength: 4000 }, size: { type: 'string', pattern: '^[0-9]+x[0-9]+$' }, n: { type: 'integer', minimum: 1, maximum: 4, default: 1 } },
-    required: ['model', 'prompt'],
-  },
-  {
-    $id: 'ImageEditRequest',
-    type: 'object',
-    properties: { model: { type: 'string' }, prompt: { type: 'string', maxLength: 4000 }, image: { $ref: 'ImageInput#' } },
-    required: ['model', 'prompt', 'image'],
-  },
   {
     $id: 'ImagesResponse',
     type: 'object',
@@ -189,19 +149,6 @@ export const SCHEMAS: Array<{ $id: string } & Record<string, unknown>> = [
       service: { $ref: 'Service#' },
     },
     required: ['data', 'usage'],
-  },
-  {
-    $id: 'VideoRequest',
-    type: 'object',
-    properties: {
-      model: { type: 'string' },
-      prompt: { type: 'string', maxLength: 4000 },
-      duration_seconds: { type: 'integer', enum: [4, 6, 8] },
-      aspect_ratio: { type: 'string', enum: ['16:9', '9:16'], default: '16:9' },
-      image: { $ref: 'ImageInput#' },
-      last_frame: { $ref: 'ImageInput#' },
-    },
-    required: ['model', 'prompt', 'duration_seconds'],
   },
   {
     $id: 'VideoJob',
@@ -251,10 +198,10 @@ const GENERATION: ErrorCode[] = [
 const TEXT: ErrorCode[] = [...GENERATION, 'api_key_quota_reconciliation_required'];
 const MEDIA: ErrorCode[] = [...GENERATION, 'duplicate_request'];
 
-interface RouteDoc {
+interface RouteDoc<B extends z.ZodType | undefined> {
   summary: string;
   tags: string[];
-  body?: string;
+  body?: B;
   ok: string;
   codes: ErrorCode[];
   /** Answers `text/event-stream` too when the body asks for `stream: true`. */
@@ -264,7 +211,7 @@ interface RouteDoc {
   headers?: Record<string, string>;
 }
 
-function schema(doc: RouteDoc) {
+function routeSchema<B extends z.ZodType | undefined = undefined>(doc: RouteDoc<B>) {
   const ok = doc.produces
     ? { description: 'OK', content: { [doc.produces]: { schema: { type: 'string', format: 'binary' } } } }
     : {
@@ -278,7 +225,7 @@ function schema(doc: RouteDoc) {
     summary: doc.summary,
     tags: doc.tags,
     security: SECURED,
-    ...(doc.body ? { body: { $ref: `${doc.body}#` } } : {}),
+    body: doc.body as B,
     ...(doc.params ? { params: { type: 'object', properties: Object.fromEntries(doc.params.map((p) => [p, { type: 'string' }])), required: doc.params } } : {}),
     ...(doc.headers ? { headers: { type: 'object', properties: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { type: 'string', description: d }])) } } : {}),
     response: { 200: ok, ...errors(doc.codes) },
@@ -289,31 +236,31 @@ const IDEMPOTENCY = { 'idempotency-key': 'Repeats of a create with this key answ
 
 /** The documentation of every public route, by the route's path below the base path. */
 export const ROUTE_DOCS = {
-  models: schema({ summary: 'List callable models (spec 4.1); aliases are items of their own', tags: ['models'], ok: 'ModelList', codes: [...AUTH, 'model_catalog_disabled'] }),
-  'models/:id': schema({ summary: 'One listed model, by its id or an alias (404 not_found when not listed)', tags: ['models'], ok: 'Model', params: ['id'], codes: [...AUTH, 'model_catalog_disabled', 'not_found'] }),
-  'chat/completions': schema({ summary: 'Chat completions (spec 4.2)', tags: ['text'], body: 'ChatCompletionRequest', ok: 'ChatCompletion', codes: TEXT, streams: true }),
-  chat: schema({ summary: 'Original chat contract (spec 4.3)', tags: ['text'], body: 'LegacyChatRequest', ok: 'LegacyChatResponse', codes: TEXT }),
-  messages: schema({ summary: 'Messages protocol (spec 4.4)', tags: ['text'], body: 'MessagesRequest', ok: 'Message', codes: TEXT, streams: true }),
-  'messages/count_tokens': schema({
+  models: routeSchema({ summary: 'List callable models (spec 4.1); aliases are items of their own', tags: ['models'], ok: 'ModelList', codes: [...AUTH, 'model_catalog_disabled'] }),
+  'models/:id': routeSchema({ summary: 'One listed model, by its id or an alias (404 not_found when not listed)', tags: ['models'], ok: 'Model', params: ['id'], codes: [...AUTH, 'model_catalog_disabled', 'not_found'] }),
+  'chat/completions': routeSchema({ summary: 'Chat completions (spec 4.2)', tags: ['text'], body: ChatCompletionRequest, ok: 'ChatCompletion', codes: TEXT, streams: true }),
+  chat: routeSchema({ summary: 'Original chat contract (spec 4.3)', tags: ['text'], body: LegacyChatRequest, ok: 'LegacyChatResponse', codes: TEXT }),
+  messages: routeSchema({ summary: 'Messages protocol (spec 4.4)', tags: ['text'], body: MessagesRequest, ok: 'Message', codes: TEXT, streams: true }),
+  'messages/count_tokens': routeSchema({
     summary: 'Count input tokens with the model’s own counter; free (spec 4.5)',
     tags: ['text'],
-    body: 'CountTokensRequest',
+    body: CountTokensRequest,
     ok: 'CountTokensResponse',
     codes: GENERATION.filter((c) => c !== 'insufficient_balance' && c !== 'api_key_limit_exceeded'),
   }),
-  responses: schema({ summary: 'Responses protocol (spec 4.6)', tags: ['text'], body: 'ResponsesRequest', ok: 'Response', codes: TEXT, streams: true }),
-  'images/generations': schema({ summary: 'Create images (spec 4.7)', tags: ['images'], body: 'ImageGenerationRequest', ok: 'ImagesResponse', codes: MEDIA, headers: IDEMPOTENCY }),
-  'images/edits': schema({ summary: 'Edit an image (spec 4.8)', tags: ['images'], body: 'ImageEditRequest', ok: 'ImagesResponse', codes: MEDIA, headers: IDEMPOTENCY }),
-  'images/jobs/:jobId': schema({
+  responses: routeSchema({ summary: 'Responses protocol (spec 4.6)', tags: ['text'], body: ResponsesRequest, ok: 'Response', codes: TEXT, streams: true }),
+  'images/generations': routeSchema({ summary: 'Create images (spec 4.7)', tags: ['images'], body: ImageGenerationRequest, ok: 'ImagesResponse', codes: MEDIA, headers: IDEMPOTENCY }),
+  'images/edits': routeSchema({ summary: 'Edit an image (spec 4.8)', tags: ['images'], body: ImageEditRequest, ok: 'ImagesResponse', codes: MEDIA, headers: IDEMPOTENCY }),
+  'images/jobs/:jobId': routeSchema({
     summary: 'Extension: the result of a finished image request made with an Idempotency-Key, kept 24 hours (the `job_id` of a 409)',
     tags: ['images'],
     ok: 'ImagesResponse',
     params: ['jobId'],
     codes: [...AUTH, 'not_found'],
   }),
-  'videos/generations': schema({ summary: 'Create a video job (spec 4.9); never resend once an id was received', tags: ['videos'], body: 'VideoRequest', ok: 'VideoJob', codes: MEDIA, headers: IDEMPOTENCY }),
-  'videos/generations/:jobId': schema({ summary: 'Video job status; free (spec 4.10)', tags: ['videos'], ok: 'VideoJob', params: ['jobId'], codes: [...AUTH, 'not_found'] }),
-  'videos/generations/:jobId/content': schema({
+  'videos/generations': routeSchema({ summary: 'Create a video job (spec 4.9); never resend once an id was received', tags: ['videos'], body: VideoRequest, ok: 'VideoJob', codes: MEDIA, headers: IDEMPOTENCY }),
+  'videos/generations/:jobId': routeSchema({ summary: 'Video job status; free (spec 4.10)', tags: ['videos'], ok: 'VideoJob', params: ['jobId'], codes: [...AUTH, 'not_found'] }),
+  'videos/generations/:jobId/content': routeSchema({
     summary: 'Download the MP4 of a completed job, Range supported, until expires_at (spec 4.11)',
     tags: ['videos'],
     ok: 'VideoJob',

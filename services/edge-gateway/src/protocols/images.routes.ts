@@ -1,23 +1,21 @@
 import { GatewayError } from '@gw/errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { imagesBody, runImageJob, type ImageJobCall } from '../generation/image-job.ts';
-import { assertSizeFits, EDIT_BODY_HELP, EDIT_BODY_LIMIT, GENERATION_BODY_LIMIT, parseEditBody, parseGenerationBody } from '../generation/image-request.ts';
+import { assertSizeFits, EDIT_BODY_HELP, EDIT_BODY_LIMIT, editRequestOf, GENERATION_BODY_LIMIT, generationRequestOf } from '../generation/image-request.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
 
 const JOB_ID = /^imgjob_[0-9a-f]{32}$/;
 
-/** Steps 4 and 5 of the order of checks, shared by both endpoints (1 to 3 are the route checks); the rest is `runImageJob`. */
-function prepare(
-  deps: GatewayDeps,
-  request: FastifyRequest,
-  endpoint: ImageJobCall['endpoint'],
-  parse: (body: unknown) => ImageJobCall['request'],
-): ImageJobCall {
+/**
+ * Steps 4 and 5 of the order of checks, shared by both endpoints (1 to 3 are the route checks, the
+ * body's shape its schema); the rest is `runImageJob`.
+ */
+function prepare(deps: GatewayDeps, request: FastifyRequest, endpoint: ImageJobCall['endpoint'], body: ImageJobCall['request']): ImageJobCall {
   const key = idempotencyKeyOf(request.headers);
-  const body = parse(request.body);
   const model = resolveModel(deps, request, body.model, endpoint);
   assertSizeFits(body.size, model);
   return { endpoint, request: body, model, idempotency: key === undefined ? undefined : { key, bodyHash: bodyHash(request.body) } };
@@ -27,13 +25,14 @@ function prepare(
  * Images (spec 4.7, 4.8) through `media`, plus the extension `GET /images/jobs/{job_id}` that
  * serves a finished result again for 24 hours (the `job_id` of a `duplicate_request`).
  */
-export async function imagesRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+export async function imagesRoutes(untyped: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  const app = untyped.withTypeProvider<ZodTypeProvider>();
   app.post('/images/generations', { config: { generation: true }, bodyLimit: GENERATION_BODY_LIMIT, schema: ROUTE_DOCS['images/generations'] }, async (request, reply) =>
-    runImageJob(deps, request, reply, prepare(deps, request, 'images/generations', parseGenerationBody)),
+    runImageJob(deps, request, reply, prepare(deps, request, 'images/generations', generationRequestOf(request.body))),
   );
 
   app.post('/images/edits', { config: { generation: true, bodyHelp: EDIT_BODY_HELP }, bodyLimit: EDIT_BODY_LIMIT, schema: ROUTE_DOCS['images/edits'] }, async (request, reply) =>
-    runImageJob(deps, request, reply, prepare(deps, request, 'images/edits', parseEditBody)),
+    runImageJob(deps, request, reply, prepare(deps, request, 'images/edits', editRequestOf(request.body))),
   );
 
   // Not a generation request: operator switches do not block reading a result already paid for.

@@ -4,11 +4,12 @@ import { catalogV1, RpcError, type videoV1 } from '@gw/contracts';
 import { GatewayError } from '@gw/errors';
 import { status } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from '../deps.ts';
 import { ROUTE_DOCS } from '../openapi/schemas.ts';
 import { bodyHash, idempotencyKeyOf } from '../generation/idempotency.ts';
 import { createdJobBody, jobStatusBody, VIDEO_JOB_ID, videoJobNotFound } from '../generation/video-job-view.ts';
-import { assertFramesFit, parseVideoBody, VIDEO_BODY_HELP, VIDEO_BODY_LIMIT } from '../generation/video-request.ts';
+import { assertFramesFit, VIDEO_BODY_HELP, VIDEO_BODY_LIMIT, videoRequestOf } from '../generation/video-request.ts';
 import { resolveModel } from '../generation/resolve-model.ts';
 
 const ENDPOINT = 'videos/generations';
@@ -24,10 +25,11 @@ type Params = { Params: { jobId: string } };
  * validation, model resolution, then video-jobs: Idempotency-Key, key limits and the charge).
  * Polling and downloading are not: maintenance does not block them, and they never charge.
  */
-export async function videosRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+export async function videosRoutes(untyped: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  const app = untyped.withTypeProvider<ZodTypeProvider>();
   app.post('/videos/generations', { config: { generation: true, bodyHelp: VIDEO_BODY_HELP }, bodyLimit: VIDEO_BODY_LIMIT, schema: ROUTE_DOCS['videos/generations'] }, async (request, reply) => {
     const key = idempotencyKeyOf(request.headers);
-    const body = parseVideoBody(request.body);
+    const body = videoRequestOf(request.body);
     const model = resolveModel(deps, request, body.model, ENDPOINT);
     assertFramesFit(body, model);
     const creation = {
