@@ -225,7 +225,8 @@ function routeSchema<B extends z.ZodType | undefined = undefined>(doc: RouteDoc<
     summary: doc.summary,
     tags: doc.tags,
     security: SECURED,
-    body: doc.body as B,
+    // A route without a body has no `body` key at all (Fastify warns of one left undefined).
+    ...((doc.body === undefined ? {} : { body: doc.body }) as B extends z.ZodType ? { body: B } : object),
     ...(doc.params ? { params: { type: 'object', properties: Object.fromEntries(doc.params.map((p) => [p, { type: 'string' }])), required: doc.params } } : {}),
     ...(doc.headers ? { headers: { type: 'object', properties: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { type: 'string', description: d }])) } } : {}),
     response: { 200: ok, ...errors(doc.codes) },
