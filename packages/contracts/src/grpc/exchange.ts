@@ -14,9 +14,10 @@ import type { CallContext } from './types.ts';
  * the extra messages of a call wake each process once more.
  *
  * A stream message carries every call (`calls`) or reply (`replies`) its sender made in one
- * event-loop turn: under concurrency, calls made together (the replies of one batch of billing's,
- * and what their callers do next) share one message's cost in grpc-js and HTTP/2. Nothing waits
- * for company: the message goes once the turn's synchronous work and microtasks are done.
+ * event-loop turn: under concurrency, calls made together (while handling the requests, answers
+ * or upstream responses that one poll of the event loop found ready) share one message's cost in
+ * grpc-js and HTTP/2. Nothing waits for company: the message goes as soon as the I/O callbacks
+ * already due have run (`setImmediate`), never later for I/O that has not arrived.
  *
  * A server shutting down says so first (a reply with id 0, `not_taken`), answers the calls it
  * took, refuses later ones with `not_taken` and ends the stream once the caller has ended its
@@ -79,11 +80,14 @@ interface Reply {
 const notTaken = (res: Reply) => res.result.case === 'error' && (res.result.value as ExchangeFailure).notTaken;
 
 /**
- * Runs `fn` once the current turn is done: its synchronous work and every microtask queued in it
- * (a promise's continuations, and theirs). Not a timer: before any I/O or timer callback.
+ * Runs `fn` at the end of the current event-loop turn: after the I/O callbacks that were ready
+ * with the current one (and their microtasks), before the loop waits for more. Not a timer.
+ * The end of the microtask queue would group only what one callback started: the gateway's holds
+ * and settles and the text service's answers, each started by a socket of its own, would go
+ * alone (measured at 32 connections: ~1 call a message there, against ~6 this way).
  */
 function atEndOfTurn(fn: () => void): void {
-  queueMicrotask(() => process.nextTick(fn));
+  setImmediate(fn);
 }
 
 /** The answer of the expected kind from an exchange reply, or the error it carries, thrown. */
