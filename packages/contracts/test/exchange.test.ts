@@ -57,6 +57,7 @@ async function startFake(opts: { port?: number; delayMs?: number } = {}): Promis
         if (a.accountId === 'poor') throw new GatewayError('insufficient_balance', 'The wallet balance is not enough for this request.');
         if (a.accountId === 'limited') throw new GatewayError('api_key_limit_exceeded', 'limit', { limit_type: 'requests', period: 'daily' });
         if (a.accountId === 'boom') throw new Error('db password=secret leaked?');
+        if (a.accountId === 'bulky') throw new GatewayError('insufficient_balance', `${a.requestId}: ${'x'.repeat(400_000)}`);
         return { case: 'authorize' as const, value: { held: a.worstUnits, balanceAfter: BigInt(a.requestId.length) } };
       },
     });
@@ -223,6 +224,24 @@ describe('billing exchange', () => {
     // Calls made in later turns go in messages of their own, each answered as itself.
     for (const id of ['c1', 'c22']) await expect(money.authorize(authorize(id))).resolves.toMatchObject({ balanceAfter: BigInt(id.length) });
     expect(fake.messages).toEqual([1, 5, 1, 1]);
+    money.close();
+  });
+
+  it('never gathers calls or replies past 1 MiB in one message: large ones of one turn go in several, each whole', async () => {
+    const fake = await startFake();
+    const money = moneyOn(fake.address);
+    await money.authorize(authorize('warm'));
+    // Five calls of 400 kB each in one turn: two, two and one per message, in the order made.
+    const ids = [1, 2, 3, 4, 5].map((i) => `${i}${'r'.repeat(400_000)}`);
+    const answers = await Promise.all(ids.map((id) => money.authorize(authorize(id))));
+    expect(answers.map((a) => a.balanceAfter)).toEqual(ids.map((id) => BigInt(id.length)));
+    expect(fake.messages).toEqual([1, 2, 2, 1]);
+    const before = money.replies.length;
+    // Five small calls in one message, refused with replies of 400 kB each: two, two and one per message.
+    const refusals = await Promise.all(['p1', 'p2', 'p3', 'p4', 'p5'].map((id) => money.authorize(authorize(id, 'bulky')).catch((err: unknown) => err)));
+    expect(refusals.map((err) => (err as GatewayError).message.slice(0, 3))).toEqual(['p1:', 'p2:', 'p3:', 'p4:', 'p5:']);
+    expect(fake.messages).toEqual([1, 2, 2, 1, 5]);
+    expect(money.replies.slice(before)).toEqual([2, 2, 1]);
     money.close();
   });
 

@@ -90,6 +90,46 @@ function atEndOfTurn(fn: () => void): void {
   setImmediate(fn);
 }
 
+/**
+ * Bulk a stream message may gather before it goes without waiting for the turn's end: a turn's
+ * large calls or replies (request bodies of up to 32 MiB, whole answers) never add up in one
+ * message past what the receiving side takes (`grpc.max_receive_message_length`, 40 MiB). A
+ * message of several calls stays within this; a call larger than it goes alone, as it always could.
+ */
+const BATCH_BYTES = 1024 * 1024;
+
+/** A call's or reply's bulk: its byte arrays and strings (UTF-16 units), nested ones included. */
+function bulkOf(value: unknown, depth = 0): number {
+  if (typeof value === 'string') return value.length;
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (typeof value !== 'object' || value === null || depth > 8) return 0;
+  let bytes = 0;
+  for (const field of Array.isArray(value) ? value : Object.values(value)) bytes += bulkOf(field, depth + 1);
+  return bytes;
+}
+
+/** The calls or replies of one stream message in the making. */
+class Batch<T> {
+  items: T[] = [];
+  #bytes = 0;
+
+  /** Adds `item`; answers the batch so far, to be sent first, when `item` would take it past `BATCH_BYTES`. */
+  add(item: T): T[] | undefined {
+    const bytes = bulkOf(item);
+    const full = this.items.length > 0 && this.#bytes + bytes > BATCH_BYTES ? this.take() : undefined;
+    this.items.push(item);
+    this.#bytes += bytes;
+    return full;
+  }
+
+  take(): T[] {
+    const items = this.items;
+    this.items = [];
+    this.#bytes = 0;
+    return items;
+  }
+}
+
 /** The answer of the expected kind from an exchange reply, or the error it carries, thrown. */
 function unwrapResult<T>(result: Result, expected: string, path: string): T {
   if (result.case === expected) return result.value as T;
@@ -145,7 +185,7 @@ export class ExchangeClient<O extends Reply> {
   #openedAt = 0;
   readonly #pending = new Map<bigint, Pending<O>>();
   /** Calls (and cancellations) written in this turn, per stream: each stream's go as one message at its end. */
-  readonly #outbox = new Map<Duplex<O>, object[]>();
+  readonly #outbox = new Map<Duplex<O>, Batch<object>>();
   #flushing = false;
   /** The stream new calls go to; a stream whose server announced its shutdown is no longer it. */
   #current: Duplex<O> | undefined;
@@ -247,9 +287,10 @@ export class ExchangeClient<O extends Reply> {
 
   /** Queues a message for `stream`: it goes with the others of this turn, once the turn is done. */
   #write(stream: Duplex<O>, message: object): void {
-    const queued = this.#outbox.get(stream);
-    if (queued) queued.push(message);
-    else this.#outbox.set(stream, [message]);
+    let batch = this.#outbox.get(stream);
+    if (!batch) this.#outbox.set(stream, (batch = new Batch()));
+    const full = batch.add(message);
+    if (full && !stream.writableEnded && !stream.destroyed) stream.write({ calls: full });
     if (this.#flushing) return;
     this.#flushing = true;
     atEndOfTurn(() => {
@@ -260,7 +301,7 @@ export class ExchangeClient<O extends Reply> {
 
   /** Writes the messages queued for `stream`, as one stream message. */
   #flush(stream: Duplex<O>): void {
-    const calls = this.#outbox.get(stream);
+    const calls = this.#outbox.get(stream)?.take();
     this.#outbox.delete(stream);
     if (calls && calls.length > 0 && !stream.writableEnded && !stream.destroyed) stream.write({ calls });
   }
@@ -299,7 +340,7 @@ export class ExchangeClient<O extends Reply> {
   #abandon(id: bigint, p: Pending<O>, err: Error): void {
     this.#settle(id, p, err);
     if (!this.#cancel) return;
-    const queued = this.#outbox.get(p.stream);
+    const queued = this.#outbox.get(p.stream)?.items;
     const at = queued ? queued.indexOf(p.message) : -1;
     if (at >= 0) queued!.splice(at, 1);
     else if (!p.stream.writableEnded && !p.stream.destroyed) this.#write(p.stream, this.#cancel(id));
@@ -435,16 +476,22 @@ export function serveExchange<I extends Envelope, O extends ReplyInit>(
   const respond = (id: bigint, result: O['result']) => ({ id, result }) as O;
   const fail = (id: bigint, failure: ExchangeFailure) => respond(id, { case: 'error', value: failure });
   /** Replies finished in this turn: they go as one message once it is done. */
-  let outbox: O[] = [];
-  const flush = () => {
-    const replies = outbox;
-    outbox = [];
+  const outbox = new Batch<O>();
+  let flushing = false;
+  const write = (replies: O[]) => {
     if (replies.length > 0 && !call.cancelled && !call.writableEnded) call.write({ replies });
+  };
+  const flush = () => {
+    flushing = false;
+    write(outbox.take());
   };
   const send = (reply: O) => {
     if (call.cancelled) return;
-    outbox.push(reply);
-    if (outbox.length === 1) atEndOfTurn(flush);
+    const full = outbox.add(reply);
+    if (full) write(full);
+    if (flushing) return;
+    flushing = true;
+    atEndOfTurn(flush);
   };
   return new Promise((resolve) => {
     let inFlight = 0;
