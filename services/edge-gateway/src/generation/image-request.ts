@@ -1,6 +1,5 @@
 import { GatewayError } from '@gw/errors';
-import type { ImageEditBody, ImageGenerationBody, OUTPUT_FORMATS } from '../schemas/media.ts';
-import { MAX_PROMPT_CHARS } from '../schemas/media.ts';
+import { MAX_PROMPT_CHARS, type ImageEditBody, type ImageGenerationBody, type OUTPUT_FORMATS } from '../schemas/media.ts';
 import type { ResolvedModel } from '../state/catalog-cache.ts';
 import { decodeImageInput, MAX_IMAGE_INPUT_JSON_BYTES, type DecodedImage, type ImageMimeType } from './image-input.ts';
 

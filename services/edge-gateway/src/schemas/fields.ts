@@ -32,10 +32,10 @@ const MAX_TOKENS_CAP = 2_147_483_647;
  * An output cap. Not `z.int()`, which refuses integers past 2^53 as not integers: a cap past
  * int32 is told its bound instead.
  */
-export const positiveInt = (message = 'must be a positive integer') =>
+export const positiveInt = () =>
   z
-    .number(orRequired(message))
-    .refine((n) => Number.isInteger(n) && n > 0, message)
+    .number(orRequired('must be a positive integer'))
+    .refine((n) => Number.isInteger(n) && n > 0, 'must be a positive integer')
     .refine((n) => n <= MAX_TOKENS_CAP, `must be at most ${MAX_TOKENS_CAP}`)
     .meta({ type: 'integer', minimum: 1, maximum: MAX_TOKENS_CAP });
 
