@@ -13,6 +13,13 @@ const charge = (tokens: number) => Math.max(1, Math.ceil((tokens * PRICE) / 1_00
 
 /** An answer of this many deltas is ~9 MB of chat chunks: more than socket buffers hold. */
 const MANY = 40_000;
+/**
+ * The provider's total time for one answer, and how long the test waits for the long answer's
+ * charge. Reading the 40,000 frames takes ~3 s on a quiet machine and over a minute beside the
+ * other suites on a slow one: with the provider's total time at 60 s, the upstream call was cut
+ * there, the stream failed and, rightly, nothing was charged.
+ */
+const LONG_STREAM_MS = 150_000;
 
 function script(prompt: string): Script {
   if (prompt.includes('MANY')) {
@@ -33,7 +40,7 @@ describe('streams from a scripted Gemini upstream, through the whole system', ()
     fake = await startFakeGemini((prompt) => script(prompt));
     const saved = process.env.PROVIDERS;
     process.env.PROVIDERS = JSON.stringify([
-      { name: 'google', kind: 'google', baseUrl: `${fake.url}/v1beta`, apiKey: 'k', timeouts: { textFirstByteMs: 5_000, textTotalMs: 60_000, listMs: 2_000 } },
+      { name: 'google', kind: 'google', baseUrl: `${fake.url}/v1beta`, apiKey: 'k', timeouts: { textFirstByteMs: 5_000, textTotalMs: LONG_STREAM_MS, listMs: 2_000 } },
     ]);
     try {
       system = await startTestSystem();
@@ -72,16 +79,15 @@ describe('streams from a scripted Gemini upstream, through the whole system', ()
     );
     try {
       // 10 input + 80,000 output tokens, charged while the client still has most of the answer unread.
-      // Translating the 40,000 frames takes ~3 s on a quiet machine and over 30 s beside the other
-      // suites on two cores: the wait is a bound for the outcome, not a speed check.
-      await vi.waitFor(async () => expect(before - (await balanceOf(system, a.accountId))).toBe(charge(10 + MANY * 2)), { timeout: 120_000, interval: 250 });
+      // The wait is a bound for the outcome, not a speed check.
+      await vi.waitFor(async () => expect(before - (await balanceOf(system, a.accountId))).toBe(charge(10 + MANY * 2)), { timeout: LONG_STREAM_MS, interval: 250 });
       expect(client.bytesRead).toBeLessThan(8 * 1024 * 1024);
     } finally {
       client.destroy();
     }
     const { records } = (await admin(system, 'usage', '--key', a.keyId)) as { records: Array<{ output_tokens: number | string }> };
     expect(records.map((r) => Number(r.output_tokens))).toEqual([MANY * 2]);
-  }, 180_000);
+  }, LONG_STREAM_MS + 30_000);
 
   it('a stream whose connection breaks after its final chunk (finish reason and usage in hand) is complete and billed', async () => {
     const a = await account();
