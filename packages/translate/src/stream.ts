@@ -59,6 +59,8 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating 
   const codec = CODECS[dialect];
   const parser = codec.createStreamParser(ctx);
   let held: OutputEvent | undefined;
+  /** Chat: the usage-bearing event has left (at OpenAI's usage chunk, before `[DONE]`). */
+  let finalSent = false;
   let closed = false;
   let nextSequence = 0;
   let chatHead = { id: ctx.id, created: ctx.created };
@@ -100,13 +102,17 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating 
         case 'chat':
           if (data === '[DONE]') {
             closed = true;
-            return [...chatFinal(), out];
+            return finalSent ? [out] : [...chatFinal(), out];
           }
+          if (finalSent) return [out];
           chatHead = { id: str(fields.id) ?? chatHead.id, created: num(fields.created) ?? chatHead.created };
           if (isRecord(fields.usage)) {
             const previous = release();
             held = out;
-            return previous;
+            if (!finished) return previous;
+            // The parser finished at this chunk: OpenAI's final usage, marked now, not at `[DONE]`.
+            finalSent = true;
+            return [...previous, ...releaseFinal()];
           }
           return [...release(), out];
         case 'gemini': {
@@ -135,7 +141,7 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating 
       switch (dialect) {
         case 'chat':
           // The upstream finished but never sent `[DONE]`.
-          return [...chatFinal(), { data: '[DONE]' }];
+          return finalSent ? [{ data: '[DONE]' }] : [...chatFinal(), { data: '[DONE]' }];
         case 'gemini':
           return releaseFinal();
         case 'messages':

@@ -179,6 +179,35 @@ describe('stream passthrough (same dialect)', () => {
     expect(translator.usage()?.totalBillable).toBe(7);
   });
 
+  it("chat: OpenAI's usage chunk (empty `choices`, after the finish) is final at once, before `[DONE]`", () => {
+    const finish = { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] } };
+    const usage = usageChunk({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
+    const finalAtUsage = () => {
+      const translator = createStreamTranslator('chat', 'chat', CTX);
+      expect(translator.push(finish)).toEqual([{ data: { ...finish.data, model: 'public-model' } }]);
+      expect(translator.usage()).toBeUndefined();
+      expect(translator.push(usage)).toEqual([{ data: { ...usage.data, model: 'public-model' }, carriesUsage: true }]);
+      expect(translator.usage()?.totalBillable).toBe(7);
+      return translator;
+    };
+    // No second final chunk, whether `[DONE]` comes or the provider just closes.
+    const done = finalAtUsage();
+    expect([...done.push({ data: '[DONE]' }), ...done.end()]).toEqual([{ data: '[DONE]' }]);
+    expect(finalAtUsage().end()).toEqual([{ data: '[DONE]' }]);
+  });
+
+  it('chat → other protocols: the answer is complete at the usage chunk, `[DONE]` adds nothing', () => {
+    const upstream = UPSTREAM_STREAMS.chat;
+    expect(upstream.at(-1)!.data).toBe('[DONE]');
+    for (const to of DIALECTS.filter((d) => d !== 'chat')) {
+      const translator = createStreamTranslator('chat', to, CTX);
+      const out = upstream.slice(0, -1).flatMap((e) => translator.push(e));
+      expect(out.filter((e) => e.carriesUsage)).toHaveLength(1);
+      expect(translator.usage()).toEqual(UPSTREAM_USAGE.chat);
+      expect([...translator.push(upstream.at(-1)!), ...translator.end()]).toEqual([]);
+    }
+  });
+
   it('chat: adds a final chunk when the upstream sent no usage, so the caller can still extend it', () => {
     const events = [UPSTREAM_STREAMS.chat[1]!, { data: { ...(UPSTREAM_STREAMS.chat[6]!.data as object) } }, { data: '[DONE]' }];
     const { out, usage } = run('chat', 'chat', events);

@@ -15,20 +15,31 @@ afterEach(async () => {
 type Item = MessageInitShape<typeof textV1.GenerateStreamResponseSchema>;
 const frame = (data: string, extra: { usageBearing?: boolean; serviceAt?: number } = {}): Item => ({ item: { case: 'frame', value: { data: Buffer.from(data), ...extra } } });
 
-/** The usage chunk as the text service sends it: JSON with a slot for `service`. */
-function usageFrame(): Item {
+/**
+ * The usage chunk as the text service sends it: JSON with a slot for `service`; with `usage` when
+ * the usage is final already (OpenAI's usage chunk, before `[DONE]`).
+ */
+function usageFrame(usage?: { billableTokens: bigint }): Item {
   const slot = serviceSlot('chat', { id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
-  return frame(slot.json, { usageBearing: true, serviceAt: Buffer.byteLength(slot.json.slice(0, slot.at)) });
+  return frame(slot.json, { usageBearing: true, serviceAt: Buffer.byteLength(slot.json.slice(0, slot.at)), ...(usage ? { usage } : {}) });
 }
 
-async function start(items: Item[]) {
+const CONTENT = '{"id":"c1","choices":[{"index":0,"delta":{"content":"hi"}}]}';
+const BILLED = 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2},"service":{"credit_charged":1,"balance_after":99}}';
+
+/**
+ * `items`: what the text service streams; a function there runs when the edge has read
+ * everything before it (the rest waits for it).
+ */
+async function start(items: Array<Item | (() => Promise<void>)>) {
   const calls: string[] = [];
   const sent: Array<Record<string, unknown>> = [];
+  const { promise: settledNow, resolve: settled } = Promise.withResolvers<void>();
   gw = await fakeGateway({
     deps: {
       money: {
         authorize: async () => (calls.push('authorize'), create(billingV1.AuthorizeResponseSchema, {})),
-        settle: async () => (calls.push('settle'), create(billingV1.SettleResponseSchema, { creditCharged: 1n, balanceAfter: 99n })),
+        settle: async () => (calls.push('settle'), settled(), create(billingV1.SettleResponseSchema, { creditCharged: 1n, balanceAfter: 99n })),
         release: async () => (calls.push('release'), create(billingV1.ReleaseResponseSchema, {})),
       },
       generate: {
@@ -36,13 +47,16 @@ async function start(items: Item[]) {
         generateStream: (req: Record<string, unknown>) => {
           sent.push(req);
           return (async function* () {
-            for (const item of items) yield create(textV1.GenerateStreamResponseSchema, item);
+            for (const item of items) {
+              if (typeof item === 'function') await item();
+              else yield create(textV1.GenerateStreamResponseSchema, item);
+            }
           })();
         },
       },
     } as never,
   });
-  return { calls, sent };
+  return { calls, sent, settledNow };
 }
 
 const post = (stream: boolean) =>
@@ -76,6 +90,34 @@ describe('text through the edge', () => {
       'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2},"service":{"credit_charged":1,"balance_after":99}}',
       'data: [DONE]',
     ]);
+    expect(calls).toEqual(['authorize', 'settle']);
+  });
+
+  it('a stream whose usage frame brings the final usage is settled before the provider stream ends', async () => {
+    const { calls, settledNow } = await start([
+      frame(CONTENT),
+      usageFrame({ billableTokens: 2n }),
+      // The provider's `[DONE]` comes once the edge settled, or after 2 s (then too late: the test fails).
+      async () => {
+        await Promise.race([settledNow, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+        calls.push('stream ended');
+      },
+      frame('[DONE]'),
+      { item: { case: 'end', value: { usage: { billableTokens: 2n } } } },
+    ]);
+    const res = await post(true);
+    expect(res.body.split('\n\n').filter(Boolean)).toEqual([`data: ${CONTENT}`, BILLED, 'data: [DONE]']);
+    expect(calls).toEqual(['authorize', 'settle', 'stream ended']);
+  });
+
+  it('a stream that fails after its final usage came is a complete answer: charged, and sent with `service`', async () => {
+    const { calls } = await start([
+      frame(CONTENT),
+      usageFrame({ billableTokens: 2n }),
+      { item: { case: 'end', value: { usage: { billableTokens: 2n }, errorCode: 'upstream_error', errorMessage: 'The upstream provider stream failed.' } } },
+    ]);
+    const res = await post(true);
+    expect(res.body.split('\n\n').filter(Boolean)).toEqual([`data: ${CONTENT}`, BILLED]);
     expect(calls).toEqual(['authorize', 'settle']);
   });
 

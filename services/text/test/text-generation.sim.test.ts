@@ -128,6 +128,10 @@ describe('streams: frames as the gateway sends them', () => {
     expect(filled(frames[billed]!.data, frames[billed]!.serviceAt)).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number) }, service: SERVICE });
     expect(json(frames.at(-1)!.data)).toBe('[DONE]');
     expect(end.errorCode).toBe('');
+    // The usage chunk comes before `[DONE]` and is final: its frame brings the usage, so the gateway
+    // can settle while the provider's stream closes.
+    expect(end.usage!.billableTokens).toBeGreaterThan(0n);
+    expect(frames[billed]!.usage).toEqual(end.usage);
     expect(end.failureFrames.map((f) => JSON.parse(json(f.data)) as unknown)).toEqual([
       { error: { message: 'Billing did not confirm the charge of this request, so it is not charged: its hold is given back.', type: 'server_error', code: 'upstream_error' } },
     ]);

@@ -302,8 +302,10 @@ function complete(args: string): boolean {
 }
 
 /**
- * Chunks → neutral events. The finish waits for `[DONE]` (or the stream's end) because the usage
- * chunk comes after the chunk with `finish_reason`.
+ * Chunks → neutral events. The finish waits for the usage chunk that OpenAI sends after the chunk
+ * with `finish_reason` (its `choices` empty: the last chunk before `[DONE]`), or else for `[DONE]`
+ * or the stream's end. Finishing at the usage chunk lets the caller bill while the provider's
+ * stream closes.
  *
  * Tool-call deltas are keyed by chat `index` and may interleave (parallel calls, some servers).
  * Neutral blocks may not, so a call that opens while the open call's arguments are incomplete is
@@ -368,7 +370,9 @@ function createStreamParser(): StreamParser {
         started = true;
         out.push({ type: 'start' });
       }
-      usage = readChatUsage(chunk.usage) ?? usage;
+      const chunkUsage = readChatUsage(chunk.usage);
+      usage = chunkUsage ?? usage;
+      if (chunkUsage !== undefined && finishReason !== undefined && Array.isArray(chunk.choices) && chunk.choices.length === 0) return [...out, ...finish()];
       for (const rawChoice of arr(chunk.choices)) {
         const choice = rec(rawChoice);
         if ((num(choice.index) ?? 0) !== 0) continue;

@@ -210,9 +210,12 @@ function publicFailure(err: unknown): { code: string; message: string } {
 /**
  * Streams a text answer. The HTTP stream opens with the first frame, so a failure before it is an
  * ordinary HTTP error. The frame carrying the usage (and all after it) is held until the hold is
- * settled and our `service` object is added. A client that leaves is not followed: the upstream
- * stream is read to its end and its real usage billed (DECISIONS.md). A stream failing before its
- * usage is not charged and ends with the protocol's error event.
+ * settled and our `service` object is added. The settle starts as soon as the usage is final:
+ * with that frame when it brings the usage (OpenAI's usage chunk, before `[DONE]`), else at the
+ * stream's end. A client that leaves is not followed: the upstream stream is read to its end and
+ * its real usage billed (DECISIONS.md). A stream failing before its usage is not charged and ends
+ * with the protocol's error event; one failing after its final usage came is a complete answer,
+ * charged and sent as one.
  */
 async function streamText(
   deps: GatewayDeps,
@@ -234,6 +237,8 @@ async function streamText(
   const held: textV1.Frame[] = [];
   let end: textV1.StreamEnd | undefined;
   let failure: { code: string; message: string } | undefined;
+  /** The settle on a usage that came final with its frame, started while the stream goes on. */
+  let settling: Promise<Charge> | undefined;
   try {
     for (let next = first; !next.done; next = await iterator.next()) {
       const item = next.value.item;
@@ -243,6 +248,10 @@ async function streamText(
         for (const frame of item.case === 'frame' ? [item.value] : item.value.frames) {
           if (held.length > 0 || frame.usageBearing) held.push(frame);
           else ready.push({ event: frame.event, data: Buffer.from(frame.data).toString('utf8') });
+          if (frame.usageBearing && frame.usage && !settling) {
+            settling = settleText(deps, request.log, hold, frame.usage);
+            settling.catch(() => undefined); // awaited below; its failure is handled there
+          }
         }
         sse.send(...ready);
       } else if (item.case === 'end') end = item.value;
@@ -253,6 +262,11 @@ async function streamText(
   }
   if (!failure && end?.errorCode) failure = { code: end.errorCode, message: end.errorMessage };
   if (!failure && !end) failure = publicFailure(undefined);
+  if (failure && settling) {
+    // The final usage came before the failure: the answer is whole and is charged as such.
+    request.log.warn({ failure }, 'the text stream failed after its final usage; the answer is complete and charged');
+    failure = undefined;
+  }
 
   // Settled (or released) as the upstream ends, whatever the client has read by now. The error
   // events come ready from the text service, whose translator knows what the client was sent.
@@ -262,7 +276,7 @@ async function streamText(
     sse.send(...errorFrames(dialect, failure, end));
   } else {
     try {
-      const charge = await settleText(deps, request.log, hold, end?.usage);
+      const charge = await (settling ?? settleText(deps, request.log, hold, end?.usage));
       sse.send(
         ...held.map((frame, i) => {
           const data = i === 0 && frame.usageBearing ? withService(frame.data, frame.serviceAt, serviceJson(charge)) : frame.data;

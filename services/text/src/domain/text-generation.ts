@@ -176,23 +176,29 @@ function byteOffset(slot: { json: string; at: number }): number {
 
 /**
  * One event as a frame. The usage-bearing one is serialised with a slot for the gateway's
- * `service` object, so the gateway adds it after settling without parsing the frame.
+ * `service` object, so the gateway adds it after settling without parsing the frame; it carries
+ * the final usage when that is known already (`usage`), so the gateway can settle before the
+ * provider's stream has closed.
  */
-function frameOf(client: TextDialect, event: TranslatedEvent): MessageInitShape<typeof textV1.FrameSchema> {
+function frameOf(client: TextDialect, event: TranslatedEvent, usage?: textV1.Usage): MessageInitShape<typeof textV1.FrameSchema> {
   if (event.carriesUsage === true && typeof event.data === 'object' && event.data !== null) {
     const slot = serviceSlot(client, event.data as Json);
-    return { event: event.event ?? '', data: Buffer.from(slot.json), usageBearing: true, serviceAt: byteOffset(slot) };
+    return { event: event.event ?? '', data: Buffer.from(slot.json), usageBearing: true, serviceAt: byteOffset(slot), ...(usage ? { usage } : {}) };
   }
   const data = typeof event.data === 'string' ? event.data : (event.text ?? JSON.stringify(event.data));
   return { event: event.event ?? '', data: Buffer.from(data), usageBearing: event.carriesUsage === true };
 }
 
-/** Translated events as stream items: one message for all of them when the caller takes batches, else one each. */
-function framed(client: TextDialect, events: TranslatedEvent[], batches: boolean): textV1.GenerateStreamResponse[] {
+/**
+ * Translated events as stream items: one message for all of them when the caller takes batches,
+ * else one each. `usage`: the stream's final usage, where the translator has it already.
+ */
+function framed(client: TextDialect, events: TranslatedEvent[], batches: boolean, usage?: Usage): textV1.GenerateStreamResponse[] {
+  const final = events.some((e) => e.carriesUsage === true) ? toUsageProto(usage) : undefined;
   if (batches && events.length > 1) {
-    return [create(textV1.GenerateStreamResponseSchema, { item: { case: 'frames', value: { frames: events.map((e) => frameOf(client, e)) } } })];
+    return [create(textV1.GenerateStreamResponseSchema, { item: { case: 'frames', value: { frames: events.map((e) => frameOf(client, e, final)) } } })];
   }
-  return events.map((event) => create(textV1.GenerateStreamResponseSchema, { item: { case: 'frame', value: frameOf(client, event) } }));
+  return events.map((event) => create(textV1.GenerateStreamResponseSchema, { item: { case: 'frame', value: frameOf(client, event, final) } }));
 }
 
 function end(
@@ -264,9 +270,9 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
       for await (const event of started.events) yield translator.push(event);
     }
     for await (const groups of readyTogether(translatedEvents())) {
-      yield* framed(client, groups.flat(), req.frameBatches);
+      yield* framed(client, groups.flat(), req.frameBatches, translator.usage());
     }
-    yield* framed(client, translator.end(), req.frameBatches);
+    yield* framed(client, translator.end(), req.frameBatches, translator.usage());
     const usage = translator.usage();
     yield end(client, { ...(usage ? { usage } : {}), provider: started.provider, failureEvents: translator.fail(UNSETTLED) });
   } catch (err) {

@@ -559,6 +559,15 @@ export declare type Frame = Message<"gateway.text.v1.Frame"> & {
    * @generated from field: int32 service_at = 4;
    */
   serviceAt: number;
+
+  /**
+   * In a usage-bearing frame: the provider's final usage, when it is final already (OpenAI's usage
+   * chunk, which comes before `[DONE]`). The gateway settles on it while the provider's stream
+   * ends, instead of after. The same usage comes again with `StreamEnd`.
+   *
+   * @generated from field: optional gateway.text.v1.Usage usage = 5;
+   */
+  usage?: Usage | undefined;
 };
 
 /**
