@@ -45,6 +45,23 @@ declare module 'fastify' {
 /** Largest request body: forms and the admin endpoint's JSON are tiny. */
 export const BODY_LIMIT = 16 * 1024;
 
+/**
+ * No route of the console declares a JSON schema (forms and the admin endpoint's JSON are read by
+ * zod in the handlers), so Fastify's default schema compilers, Ajv and fast-json-stringify (about
+ * 90 modules, loaded when an app is made) would only take idle memory. A route given a schema
+ * fails at start instead of going unchecked.
+ */
+const NO_JSON_SCHEMAS = {
+  compilersFactory: {
+    buildValidator: () => () => {
+      throw new Error('console routes check their input with zod; Fastify JSON schemas are not compiled here');
+    },
+    buildSerializer: () => () => {
+      throw new Error('console routes send their own output; Fastify JSON schemas are not compiled here');
+    },
+  },
+};
+
 /** Builds the dashboard app. `main.ts` owns listening, telemetry and shutdown. */
 export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -55,6 +72,7 @@ export async function buildApp(deps: ConsoleDeps): Promise<FastifyInstance> {
     trustProxy: deps.trustProxy,
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    schemaController: NO_JSON_SCHEMAS,
     // A malformed URL (`/%ff`) or an over-long id is refused before routing and hooks: answered
     // here as a page with every security header, never the framework's raw JSON.
     frameworkErrors: (err, request, reply: FastifyReply) => {
@@ -114,6 +132,7 @@ export async function buildAdminApp(deps: ConsoleDeps): Promise<FastifyInstance>
     bodyLimit: BODY_LIMIT,
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    schemaController: NO_JSON_SCHEMAS,
   });
   const routeDeps: RouteDeps = {
     ...deps,
