@@ -554,3 +554,15 @@ describe('console app (inject, real Postgres, billing faked)', () => {
     expect((await newLogin.post('/login', { csrf_token: newLogin.csrf(), email, password: fresh })).headers.location).toBe('/keys');
   });
 });
+
+describe('console app: Fastify JSON schemas', () => {
+  it('are refused at start: no route declares one, so Ajv is never loaded to compile them', async () => {
+    const opened = await openTestApp(new FakeBilling());
+    try {
+      opened.app.post('/schema-test', { schema: { body: { type: 'object' } } }, async () => ({}));
+      await expect(opened.app.ready()).rejects.toThrow(/check their input with zod/);
+    } finally {
+      await opened.close().catch(() => undefined);
+    }
+  });
+});
