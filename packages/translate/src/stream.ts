@@ -74,8 +74,12 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating 
     if (held !== undefined) held.carriesUsage = true;
     return release();
   };
-  /** Chat: the usage chunk, or one without usage so the caller still has a final event to extend. */
+  /**
+   * Chat: the usage chunk, or one without usage so the caller still has a final event to extend;
+   * nothing when it left already (OpenAI's usage chunk, before `[DONE]`).
+   */
   const chatFinal = (): OutputEvent[] => {
+    if (finalSent) return [];
     if (held !== undefined) return releaseFinal();
     const data = { ...chatHead, object: 'chat.completion.chunk', model: ctx.model, choices: [], usage: null };
     return [{ data, carriesUsage: true }];
@@ -102,7 +106,7 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating 
         case 'chat':
           if (data === '[DONE]') {
             closed = true;
-            return finalSent ? [out] : [...chatFinal(), out];
+            return [...chatFinal(), out];
           }
           if (finalSent) return [out];
           chatHead = { id: str(fields.id) ?? chatHead.id, created: num(fields.created) ?? chatHead.created };
@@ -141,7 +145,7 @@ function createPassthrough(dialect: Dialect, ctx: ResponseContext): Translating 
       switch (dialect) {
         case 'chat':
           // The upstream finished but never sent `[DONE]`.
-          return finalSent ? [{ data: '[DONE]' }] : [...chatFinal(), { data: '[DONE]' }];
+          return [...chatFinal(), { data: '[DONE]' }];
         case 'gemini':
           return releaseFinal();
         case 'messages':
