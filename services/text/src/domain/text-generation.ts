@@ -272,8 +272,9 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
     for await (const groups of readyTogether(translatedEvents())) {
       yield* framed(client, groups.flat(), req.frameBatches, translator.usage());
     }
-    yield* framed(client, translator.end(), req.frameBatches, translator.usage());
+    const last = translator.end();
     const usage = translator.usage();
+    yield* framed(client, last, req.frameBatches, usage);
     yield end(client, { ...(usage ? { usage } : {}), provider: started.provider, failureEvents: translator.fail(UNSETTLED) });
   } catch (err) {
     if (signal.aborted) throw err;
