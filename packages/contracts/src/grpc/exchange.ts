@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { GatewayError, isErrorCode } from '@gw/errors';
@@ -493,6 +494,8 @@ export function serveExchange<I extends Envelope, O extends ReplyInit>(
     flushing = true;
     atEndOfTurn(flush);
   };
+  // One listener per call in progress (see `take`), as many as the caller sends at once.
+  if (opts.isCancel) setMaxListeners(0, ctx.signal);
   return new Promise((resolve) => {
     let inFlight = 0;
     let taking = true;
@@ -527,11 +530,18 @@ export function serveExchange<I extends Envelope, O extends ReplyInit>(
       }
       inFlight++;
       const method = opts.methodOf(req);
-      // Only an exchange whose calls can be cancelled pays for a controller per call.
+      // Only an exchange whose calls can be cancelled pays for a controller per call. It follows
+      // the stream's signal through a listener taken off when the call ends: `AbortSignal.any`
+      // (weak references to its sources) cost the text service about 2% of its CPU.
       const cancelled = opts.isCancel ? new AbortController() : undefined;
-      if (cancelled) running.set(req.id, cancelled);
+      const streamAborted = cancelled && (() => cancelled.abort(ctx.signal.reason));
+      if (cancelled && streamAborted) {
+        running.set(req.id, cancelled);
+        if (ctx.signal.aborted) streamAborted();
+        else ctx.signal.addEventListener('abort', streamAborted, { once: true });
+      }
       withRpcSpan('server', opts.service, method, contextFrom(req.traceparent), async () => {
-        const out = opts.handle(req, cancelled ? AbortSignal.any([ctx.signal, cancelled.signal]) : ctx.signal);
+        const out = opts.handle(req, cancelled?.signal ?? ctx.signal);
         if (!isAsyncIterable(out)) return respond(req.id, await out);
         for await (const result of out) send(respond(req.id, result));
         return undefined; // every item is sent
@@ -542,6 +552,7 @@ export function serveExchange<I extends Envelope, O extends ReplyInit>(
         })
         .then((res) => {
           running.delete(req.id);
+          if (streamAborted) ctx.signal.removeEventListener('abort', streamAborted);
           // A cancelled call's answer has no one waiting for it.
           if (res && !cancelled?.signal.aborted) send(res);
           inFlight--;
