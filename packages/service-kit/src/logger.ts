@@ -33,9 +33,10 @@ const REDACT = [
  * Structured JSON logs carrying the active trace and span ids, so a log line finds its trace.
  * Written asynchronously: a synchronous write per line (one access line per request) cost the
  * edge about 5% of its CPU under load; lines written while a write is in flight leave together,
- * and pino flushes what is left synchronously when the process exits.
+ * and pino flushes what is left synchronously when the process exits. `destination`: stdout
+ * unless given (tests read the lines).
  */
-export function createLogger(service: string, level = 'info'): Logger {
+export function createLogger(service: string, level = 'info', destination: pino.DestinationStream = pino.destination({ dest: 1, sync: false })): Logger {
   return pino(
     {
       level,
@@ -47,6 +48,6 @@ export function createLogger(service: string, level = 'info'): Logger {
         return ctx ? { trace_id: ctx.traceId, span_id: ctx.spanId } : {};
       },
     },
-    pino.destination({ dest: 1, sync: false }),
+    destination,
   );
 }
