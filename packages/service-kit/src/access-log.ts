@@ -29,7 +29,8 @@ interface LineLogger {
  * Its lines skip the logger's redaction, because every field is one of these: the redaction's
  * wildcard paths put each field of a line through the redactor, which cost the edge about 3% of
  * its CPU for this one line per request. Written through a child of the service's logger (same
- * destination, level, trace ids), made once.
+ * destination, level, trace ids), made once; so what a route binds to `request.log` is not on
+ * this line, and a field the access line must carry goes in `extra`.
  */
 export function accessLog<Req extends AccessLogRequest, Rep extends AccessLogReply>(extra: (request: Req) => Record<string, unknown> = () => ({})): (request: Req, reply: Rep) => Promise<void> {
   let lines: LineLogger | undefined;

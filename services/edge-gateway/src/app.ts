@@ -28,6 +28,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The model a generation request resolved to ('' before, or on other routes). */
     resolvedModel: string;
+    /** The name the client asked for: the model, or an alias of it ('' before resolving). */
+    requestedModel: string;
     /** The client's own well-formed `x-request-id`, recorded beside ours ('' when none was sent). */
     clientRequestId: string;
   }
@@ -59,6 +61,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   });
   app.decorateRequest('apiKey', null as unknown as KeyRecord);
   app.decorateRequest('resolvedModel', '');
+  app.decorateRequest('requestedModel', '');
   app.decorateRequest('clientRequestId', '');
   registerTelemetry(app);
   // A deferred rate limit (step 2) still decides when a later step fails, the body's reading included.
@@ -77,6 +80,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     accessLog<FastifyRequest, FastifyReply>((request) => ({
       account: request.apiKey?.accountId,
       ...(request.clientRequestId === '' ? {} : { clientRequestId: request.clientRequestId }),
+      // Asked by an alias: the model billed and the name the client asked for.
+      ...(request.requestedModel === request.resolvedModel ? {} : { model: request.resolvedModel, requested_model: request.requestedModel }),
     })),
   );
 

@@ -33,7 +33,8 @@ export function resolveModel(deps: GatewayDeps, request: FastifyRequest, model: 
     }
   });
   request.resolvedModel = resolved.id;
-  // The request's later log lines, its access log included, name both.
+  request.requestedModel = resolved.requested;
+  // The request's later log lines name both (its access line too: see app.ts).
   if (resolved.requested !== resolved.id) request.log = request.log.child({ model: resolved.id, requested_model: resolved.requested });
   return resolved;
 }
