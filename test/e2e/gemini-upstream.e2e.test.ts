@@ -15,9 +15,12 @@ const charge = (tokens: number) => Math.max(1, Math.ceil((tokens * PRICE) / 1_00
 const MANY = 40_000;
 /**
  * The provider's total time for one answer, and how long the test waits for the long answer's
- * charge. Reading the 40,000 frames takes ~3 s on a quiet machine and over a minute beside the
- * other suites on a slow one: with the provider's total time at 60 s, the upstream call was cut
- * there, the stream failed and, rightly, nothing was charged.
+ * charge: a bound, not a speed check. Reading the 40,000 frames takes 3–8 s on a quiet machine and
+ * about 25 s with the machine's cores taken four times over. This test used to fail there with
+ * nothing charged: the gateway's connection to the text service had a 1 s keepalive timeout, the
+ * busy gateway read the ping's answer late (behind the stream's data), dropped the connection
+ * mid-stream and released the hold. That connection now waits 10 s
+ * (`LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS`, packages/contracts/test/keepalive-timeout.test.ts).
  */
 const LONG_STREAM_MS = 150_000;
 

@@ -1,6 +1,6 @@
 export * from './grpc/types.ts';
 export { addService, bindServer, shutdownServer, type AddServiceOptions } from './grpc/server.ts';
-export { createClient, type ClientOptions } from './grpc/client.ts';
+export { createClient, LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS, type ClientOptions } from './grpc/client.ts';
 export { RpcError, toStatus } from './grpc/errors.ts';
 export { HealthState, addHealthService } from './grpc/health.ts';
 export * as billingV1 from './billing-v1.ts';

@@ -1,5 +1,5 @@
 import { fromBinary } from '@bufbuild/protobuf';
-import { billingV1, catalogV1, createClient, eventsV1, mediaV1, textV1, videoV1 } from '@gw/contracts';
+import { billingV1, catalogV1, createClient, eventsV1, LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS, mediaV1, textV1, videoV1 } from '@gw/contracts';
 import { BytesBudget, collectStartupGarbage, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { watchInvalidationFeed } from './auth/invalidation-feed.ts';
@@ -24,10 +24,10 @@ const money = createMoneyExchange(config.BILLING_ADDR);
 const catalog = createClient(catalogV1.CatalogService, config.CATALOG_ADDR);
 const text = createClient(textV1.TextService, config.TEXT_ADDR);
 // Every text answer shares one stream: a message past grpc-js's 4 MiB default would break it for all.
-const generate = createGenerateExchange(config.TEXT_ADDR, { maxReceiveBytes: 64 * 1024 * 1024 });
+const generate = createGenerateExchange(config.TEXT_ADDR, { maxReceiveBytes: 64 * 1024 * 1024, keepaliveTimeoutMs: LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS });
 // Up to four images of up to 8 MB each come back in one answer.
-const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR, { maxReceiveBytes: 64 * 1024 * 1024 });
-const videoJobs = createClient(videoV1.VideoJobsService, config.VIDEO_JOBS_ADDR);
+const media = createClient(mediaV1.MediaService, config.MEDIA_ADDR, { maxReceiveBytes: 64 * 1024 * 1024, keepaliveTimeoutMs: LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS });
+const videoJobs = createClient(videoV1.VideoJobsService, config.VIDEO_JOBS_ADDR, { keepaliveTimeoutMs: LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS });
 // Fails closed: until NATS is connected and answering, a cached key is trusted for a second only.
 const keys = new KeyCache(async (hash) => toKeyRecord(await billing.lookupApiKey({ keyHash: hash })), {
   ttlMs: config.KEY_CACHE_TTL_MS,

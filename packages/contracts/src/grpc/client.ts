@@ -29,9 +29,24 @@ export interface ClientOptions {
    * event loop stalls longer than that (a long GC pause) is left too: raise it for such servers.
    */
   keepaliveMs?: number;
+  /**
+   * How long a keepalive ping's answer may take before the connection is closed (default:
+   * `keepaliveMs`). A connection carrying long answers needs longer: the answer's data already on
+   * its way is read before the ping's answer behind it, and a caller whose event loop was busy runs
+   * its timers before it reads the socket. With one second, a busy gateway dropped the text
+   * service's connection in the middle of long streams and released their holds.
+   */
+  keepaliveTimeoutMs?: number;
   /** Metadata sent with every call (e.g. `gw-actor`, who an operator change is recorded as). */
   metadata?: Record<string, string>;
 }
+
+/**
+ * The keepalive timeout of a connection whose answers are long or large (text streams, images,
+ * video files): a hung replica is left within about 11 s instead of 2, and a busy caller or a
+ * backlog of answer data no longer passes for a hung replica.
+ */
+export const LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS = 10_000;
 
 /**
  * The grpc-js target of a service address:
@@ -100,7 +115,7 @@ export function createClient<S extends GenServiceMethods>(
   const channel = new grpc.Client(grpcTarget(address), grpc.credentials.createInsecure(), {
     'grpc.service_config': ROUND_ROBIN,
     'grpc.keepalive_time_ms': keepalive,
-    'grpc.keepalive_timeout_ms': keepalive,
+    'grpc.keepalive_timeout_ms': opts.keepaliveTimeoutMs ?? keepalive,
     'grpc.keepalive_permit_without_calls': 1,
     // grpc-js backs off 1, 1.6, 2.6, 4.1 s... up to 2 minutes between connection attempts: a
     // service away for 3 s in a restart would be found again after ~5 s, past a call's deadline.
