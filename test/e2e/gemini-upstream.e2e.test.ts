@@ -20,7 +20,7 @@ const MANY = 40_000;
  * nothing charged: the gateway's connection to the text service had a 1 s keepalive timeout, the
  * busy gateway read the ping's answer late (behind the stream's data), dropped the connection
  * mid-stream and released the hold. That connection now waits 10 s
- * (`LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS`, packages/contracts/test/keepalive-timeout.test.ts).
+ * (`LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS`, packages/contracts/test/replicas-and-token.test.ts).
  */
 const LONG_STREAM_MS = 150_000;
 

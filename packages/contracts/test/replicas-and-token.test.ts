@@ -78,7 +78,7 @@ async function replica(name: string, token?: string, options: grpc.ServerOptions
  * accepts new connections without answering them, as the kernel does for a stopped (SIGSTOP)
  * process. The connections stay open: only keepalive can tell.
  */
-async function freezable(port: number): Promise<{ port: number; freeze(): void; connections(): number }> {
+async function freezable(port: number): Promise<{ port: number; freeze(): void; hold(ms: number): void; connections(): number }> {
   let frozen = false;
   let accepted = 0;
   const sockets = new Set<Socket>();
@@ -107,6 +107,13 @@ async function freezable(port: number): Promise<{ port: number; freeze(): void; 
     freeze: () => {
       frozen = true;
       for (const s of sockets) s.pause();
+    },
+    /** Holds every byte, both ways, for `ms`, then passes it all on: a slow peer, not a lost one. */
+    hold: (ms) => {
+      for (const s of sockets) s.pause();
+      setTimeout(() => {
+        for (const s of sockets) s.resume();
+      }, ms);
     },
     connections: () => accepted,
   };
@@ -267,5 +274,57 @@ describe('the service token', () => {
       if (saved === undefined) delete process.env.SERVICE_TOKEN;
       else process.env.SERVICE_TOKEN = saved;
     }
+  });
+});
+
+// A keepalive ping's answer can come late from a live peer: behind the answer data already on its
+// way, or read late by a caller whose event loop was busy (its timers run before it reads the
+// socket). With the timeout equal to the ping interval (1 s), a busy gateway dropped the text
+// service's connection in the middle of long streams. Connections that carry long answers wait
+// longer (`keepaliveTimeoutMs`); the others still leave a hung replica within about 2 s.
+
+type Admin = ServiceImpl<MethodsOf<typeof billingV1.BillingAdminService>>;
+
+/** A server whose `createAccount` answers after 1.5 s: a call in flight while the relay holds its bytes. */
+async function slowServer(): Promise<number> {
+  const server = new grpc.Server();
+  const impl: Admin = {
+    ...unimplemented<Admin>(billingV1.BillingAdminService),
+    createAccount: async (req) => {
+      await sleep(1_500);
+      return { accountId: `done ${req.name}` };
+    },
+  };
+  addService(server, billingV1.BillingAdminService, impl);
+  const port = await bindServer(server, '127.0.0.1', 0);
+  cleanup.push(() => server.forceShutdown());
+  return port;
+}
+
+describe('keepalive on a slow but live connection', () => {
+  it('with the timeout equal to the ping interval, a ping answered 1 s late drops the connection and its call', async () => {
+    const relay = await freezable(await slowServer());
+    const client = createClient(billingV1.BillingAdminService, `127.0.0.1:${relay.port}`, { keepaliveMs: 200, defaultTimeoutMs: 10_000 });
+    cleanup.push(() => client.close());
+    const call = client.createAccount({ name: 'a' }).catch((e: unknown) => e);
+    await sleep(300);
+    relay.hold(1_000);
+    const outcome = await call;
+    expect(outcome).toBeInstanceOf(RpcError);
+    expect((outcome as RpcError).grpcCode).toBe(grpc.status.UNAVAILABLE);
+  });
+
+  it('with a longer timeout the same late answer keeps the connection, and the call finishes', async () => {
+    const relay = await freezable(await slowServer());
+    const client = createClient(billingV1.BillingAdminService, `127.0.0.1:${relay.port}`, {
+      keepaliveMs: 200,
+      keepaliveTimeoutMs: 3_000,
+      defaultTimeoutMs: 10_000,
+    });
+    cleanup.push(() => client.close());
+    const call = client.createAccount({ name: 'b' });
+    await sleep(300);
+    relay.hold(1_000);
+    await expect(call).resolves.toEqual(expect.objectContaining({ accountId: 'done b' }));
   });
 });
