@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,14 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { ROOT, startSystem, stopChild, waitForReadyFile, type RunningSystem } from '../../scripts/system.ts';
 import { billingClient, seedDemoModels } from '../support/clients.ts';
+
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+
+/** User + system CPU of a process so far, in ms (Linux: /proc, in clock ticks). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
 
 /** Benchmarks run in a database of their own, dropped at the end. */
 export async function scratchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {

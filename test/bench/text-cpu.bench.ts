@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { chatBody, loadFor, post, startBenchSystem } from './support.ts';
+import { chatBody, cpuMs, loadFor, post, startBenchSystem } from './support.ts';
 
 /**
  * `pnpm bench:text-cpu`: where the time of a billed text request goes. The same requests as
@@ -12,13 +12,7 @@ import { chatBody, loadFor, post, startBenchSystem } from './support.ts';
  * the machine. Linux only.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
-/** User + system CPU of a process so far, in ms. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-}
 
 /** Write system calls a process made so far (every socket write is one): its messages sent. */
 function writeCalls(pid: number): number {

@@ -32,6 +32,44 @@ describe('readyTogether', () => {
     expect(await collect(readyTogether(bursts()))).toEqual([[1, 2, 3], [4], [5, 6]]);
   });
 
+  it('maps each item as it arrives, before the next one is asked for', async () => {
+    const log: string[] = [];
+    async function* source() {
+      for (const n of [1, 2, 3]) {
+        log.push(`read ${n}`);
+        yield n;
+      }
+      log.push('source done'); // where telemetry reads the usage the mapped items hold
+    }
+    const groups = await collect(readyTogether(source(), (n) => (log.push(`map ${n}`), n * 10)));
+    expect(groups.flat()).toEqual([10, 20, 30]);
+    expect(log).toEqual(['read 1', 'map 1', 'read 2', 'map 2', 'read 3', 'map 3', 'source done']);
+  });
+
+  it('delivers the items before one that fails to map, then the failure, and closes the source', async () => {
+    let closed = false;
+    async function* burst() {
+      try {
+        yield* [1, 2, 3, 4];
+      } finally {
+        closed = true;
+      }
+    }
+    const seen: number[][] = [];
+    await expect(
+      (async () => {
+        for await (const group of readyTogether(burst(), (n) => {
+          if (n === 3) throw new Error('cannot translate');
+          return n;
+        })) {
+          seen.push(group);
+        }
+      })(),
+    ).rejects.toThrow('cannot translate');
+    expect(seen).toEqual([[1, 2]]);
+    expect(closed).toBe(true);
+  });
+
   it('yields nothing for an empty source', async () => {
     expect(await collect(readyTogether(empty()))).toEqual([]);
   });

@@ -7,9 +7,10 @@ const nextTurn = () => new Promise<typeof NEXT_TURN>((resolve) => setImmediate((
  * Groups an async sequence by readiness: each group is one item and every item already available
  * behind it without waiting for I/O (a burst parsed from one network read, or a backlog while the
  * process was busy). A slow, steady source yields groups of one. Errors and early exits pass
- * through as they would without grouping.
+ * through as they would without grouping. `map` runs on each item as it arrives, before the next
+ * is asked for (a generator of its own for that would cost a promise hop per item).
  */
-export async function* readyTogether<T>(source: AsyncIterable<T>): AsyncGenerator<T[]> {
+export async function* readyTogether<T, U = T>(source: AsyncIterable<T>, map: (item: T) => U = (item) => item as unknown as U): AsyncGenerator<U[]> {
   const iterator = source[Symbol.asyncIterator]();
   let finished = false;
   try {
@@ -20,7 +21,7 @@ export async function* readyTogether<T>(source: AsyncIterable<T>): AsyncGenerato
         finished = true;
         return;
       }
-      const group = [first.value];
+      const group = [map(first.value)];
       for (;;) {
         pending = iterator.next();
         // Marked handled: a failure is rethrown where `pending` is awaited, not reported meanwhile.
@@ -40,7 +41,14 @@ export async function* readyTogether<T>(source: AsyncIterable<T>): AsyncGenerato
           yield group;
           return;
         }
-        group.push(next.value);
+        let mapped: U;
+        try {
+          mapped = map(next.value);
+        } catch (err) {
+          yield group; // as a failure of the source; the source, not finished, is closed below
+          throw err;
+        }
+        group.push(mapped);
       }
       yield group;
     }

@@ -266,10 +266,7 @@ export async function* generateStream(deps: TextDeps, req: textV1.GenerateStream
     // Each event is translated as it is read (so the provider call's telemetry, taken when the
     // upstream ends, sees all of it); frames that are ready together leave together: under load,
     // one message instead of one per token.
-    async function* translatedEvents() {
-      for await (const event of started.events) yield translator.push(event);
-    }
-    for await (const groups of readyTogether(translatedEvents())) {
+    for await (const groups of readyTogether(started.events, (event) => translator.push(event))) {
       yield* framed(client, groups.flat(), req.frameBatches, translator.usage());
     }
     const last = translator.end();

@@ -34,18 +34,14 @@ async function within<T>(budget: BytesBudget, bytes: number, run: () => Promise<
   }
 }
 
-/** A streamed answer's items, with its body's bytes reserved until the stream is over. */
-async function* streamWithin(deps: TextDeps, budget: BytesBudget, req: textV1.GenerateStreamRequest, signal: AbortSignal): AsyncGenerator<textV1.GenerateStreamResponse> {
+/** A streamed answer as exchange items, with its body's bytes reserved until the stream is over. */
+async function* streamItems(deps: TextDeps, budget: BytesBudget, req: textV1.GenerateStreamRequest, signal: AbortSignal) {
   const release = reserveBody(budget, bytesOf(req));
   try {
-    yield* generateStream(deps, req, signal);
+    for await (const item of generateStream(deps, req, signal)) yield { case: 'item' as const, value: item };
   } finally {
     release();
   }
-}
-
-async function* asExchangeItems(items: AsyncIterable<textV1.GenerateStreamResponse>) {
-  for await (const item of items) yield { case: 'item' as const, value: item };
 }
 
 /** The TextService rpcs (generation only on the exchange); the call's cancellation aborts the upstream call. */
@@ -58,7 +54,7 @@ export function textHandler(deps: TextDeps, budget: BytesBudget, routeHealth: ()
         isCancel: (req) => req.cancel,
         handle: (req, signal) => {
           const { generate: request, generateStream: streamRequest } = req;
-          if (streamRequest) return asExchangeItems(streamWithin(deps, budget, streamRequest, signal));
+          if (streamRequest) return streamItems(deps, budget, streamRequest, signal);
           if (!request) throw new GatewayError('invalid_request', 'An exchange message must carry a request.');
           return within(budget, bytesOf(request), async () => ({ case: 'generate' as const, value: await generate(deps, request, signal) }));
         },
