@@ -13,7 +13,6 @@ import { chatBody, cpuMs, loadFor, post, startBenchSystem } from './support.ts';
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 
-
 /** Write system calls a process made so far (every socket write is one): its messages sent. */
 function writeCalls(pid: number): number {
   return Number(/^syscw: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))![1]);
