@@ -82,7 +82,8 @@ function portOf(address: string): string {
  * How Node runs a service. Its sources come pre-stripped (scripts/ts-cache.mjs): Node's TypeScript
  * stripper is never loaded in a service. The young generation is left to V8 (capping it at 4 MiB
  * per semi-space cost throughput under load); what start-up grew it to is given back once by the
- * kit's collectStartupGarbage (`STARTUP_GC`), below.
+ * kit's collectStartupGarbage (`STARTUP_GC`), below, and what a busy spell grew once the service is
+ * quiet again by its collectGarbageWhenIdle (`IDLE_GC`).
  */
 const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
 
@@ -97,7 +98,7 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  */
 const HOT_NODE_FLAGS = ['--min-semi-space-size=8'];
 const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = { 'edge-gateway': HOT_NODE_FLAGS, text: HOT_NODE_FLAGS, billing: HOT_NODE_FLAGS };
-const HOT_ENV = { STARTUP_GC: 'true', MALLOC_ARENA_MAX: '2' };
+const HOT_ENV = { STARTUP_GC: 'true', IDLE_GC: 'true', MALLOC_ARENA_MAX: '2' };
 
 /**
  * The services no chat or messages request passes through trade peak speed for memory (10-15 MiB
@@ -106,11 +107,12 @@ const HOT_ENV = { STARTUP_GC: 'true', MALLOC_ARENA_MAX: '2' };
  * providers Liftoff only for undici's WebAssembly HTTP parser (TurboFan compiling it on the first
  * call kept 12 MiB). glibc gets one arena, maps blocks from 16 KiB up on their own and gives free
  * memory at the top back (what start-up malloc'd and freed stayed resident between live blocks),
- * and what start-up grew is given back once (`STARTUP_GC`, the kit's collectStartupGarbage). The
- * edge gateway, text and billing run as `HOT_SERVICES` says.
+ * and what start-up or a busy spell grew is given back (`STARTUP_GC`, `IDLE_GC`: the kit's
+ * collectStartupGarbage and collectGarbageWhenIdle). The edge gateway, text and billing run as
+ * `HOT_SERVICES` says.
  */
 const LEAN_NODE_FLAGS = ['--no-turbofan', '--v8-pool-size=1'];
-const LEAN_ENV = { STARTUP_GC: 'true', MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
+const LEAN_ENV = { STARTUP_GC: 'true', IDLE_GC: 'true', MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
 const LEAN_SERVICES: Partial<Record<ServiceName, string[]>> = {
   catalog: [...LEAN_NODE_FLAGS, '--liftoff-only'],
   console: LEAN_NODE_FLAGS,

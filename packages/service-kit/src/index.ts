@@ -3,7 +3,7 @@ export { createLogger, type Logger } from './logger.ts';
 export { startTelemetry, type Telemetry, type TelemetryOptions } from './telemetry.ts';
 export { onShutdown, type ShutdownStep } from './shutdown.ts';
 export { writeReadyFile } from './ready-file.ts';
-export { collectStartupGarbage } from './startup-memory.ts';
+export { collectGarbageWhenIdle, collectStartupGarbage } from './give-back-memory.ts';
 export { BytesBudget } from './bytes-budget.ts';
 export { startPeriodic, type PeriodicOptions } from './periodic.ts';
 export { HoldLease } from './hold-lease.ts';

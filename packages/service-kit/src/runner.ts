@@ -13,7 +13,7 @@ import { connectNats, type NatsConnection } from './bus/nats.ts';
 import { OutboxRelay } from './bus/outbox.ts';
 import { writeReadyFile } from './ready-file.ts';
 import { onShutdown, type ShutdownStep } from './shutdown.ts';
-import { collectStartupGarbage } from './startup-memory.ts';
+import { collectGarbageWhenIdle, collectStartupGarbage } from './give-back-memory.ts';
 import { startTelemetry } from './telemetry.ts';
 
 const serviceEnv = z.object({
@@ -164,6 +164,7 @@ export async function runGrpcService(opts: GrpcServiceOptions): Promise<void> {
   const address = `${env.GRPC_HOST}:${port}`;
   logger.info({ address, serviceToken: env.SERVICE_TOKEN === '' ? 'off' : 'required' }, `${opts.name} serving`);
   writeReadyFile(env.READY_FILE, address);
+  collectGarbageWhenIdle(logger);
 
   onShutdown(logger, env.SHUTDOWN_TIMEOUT_MS, [
     () => health.set(false),

@@ -1,5 +1,5 @@
 import { alertsV1, billingV1, catalogV1, createClient } from '@gw/contracts';
-import { collectStartupGarbage, createLogger, onShutdown, runMigrations, startTelemetry, writeReadyFile } from '@gw/service-kit';
+import { collectGarbageWhenIdle, collectStartupGarbage, createLogger, onShutdown, runMigrations, startTelemetry, writeReadyFile } from '@gw/service-kit';
 import { buildAdminApp, buildApp } from './app.ts';
 import { startHousekeeping } from './auth/housekeeping.ts';
 import { Hmac } from './auth/secrets.ts';
@@ -85,6 +85,7 @@ ready = true;
 const url = address.replace('[::1]', '127.0.0.1');
 logger.info({ url }, 'console listening');
 writeReadyFile(config.READY_FILE, url);
+collectGarbageWhenIdle(logger);
 
 onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
   async () => {

@@ -1,6 +1,6 @@
 import { fromBinary } from '@bufbuild/protobuf';
 import { billingV1, catalogV1, createClient, eventsV1, LONG_ANSWERS_KEEPALIVE_TIMEOUT_MS, mediaV1, textV1, videoV1 } from '@gw/contracts';
-import { BytesBudget, collectStartupGarbage, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
+import { BytesBudget, collectGarbageWhenIdle, collectStartupGarbage, connectNats, createLogger, onShutdown, startTelemetry, subscribeBroadcast, writeReadyFile, type NatsConnection, type Subscription } from '@gw/service-kit';
 import { buildApp } from './app.ts';
 import { watchInvalidationFeed } from './auth/invalidation-feed.ts';
 import { KeyCache, toKeyRecord } from './auth/key-cache.ts';
@@ -114,6 +114,7 @@ ready = true;
 const baseUrl = `${address.replace('[::1]', '127.0.0.1')}${config.PUBLIC_BASE_PATH}`;
 logger.info({ url: baseUrl }, 'edge-gateway listening');
 writeReadyFile(config.READY_FILE, baseUrl);
+collectGarbageWhenIdle(logger);
 
 onShutdown(logger, config.SHUTDOWN_TIMEOUT_MS, [
   async () => {
