@@ -8,15 +8,22 @@ import { ROOT } from '../../scripts/system.ts';
 import { percentile, scratchDatabase } from './support.ts';
 
 /**
- * `pnpm bench:memory`: each service's resident memory at idle, as `pnpm start` runs it. Starts
- * the system (`node scripts/start.ts`, in a scratch database, on free ports, with a data folder
- * of its own), waits until it has printed that it is ready and for MEMORY_SETTLE_SECONDS more,
- * reads the resident set (VmRSS) of every process it started and their proportional sets (PSS),
- * and stops it; MEMORY_ROUNDS times (3 by default). Prints each round's figures, each service's
- * median RSS and the median of the PSS added up (the simulator's too). Linux only (/proc).
+ * `pnpm bench:memory`: each service's resident memory at idle, as `pnpm start` runs it, before and
+ * after load. Starts the system (`node scripts/start.ts`, in a scratch database, on free ports,
+ * with a data folder of its own), waits until it has printed that it is ready and for
+ * MEMORY_SETTLE_SECONDS more, and reads the resident set (VmRSS) of every process it started and
+ * their proportional sets (PSS). Then it loads the gateway with the demo key it printed
+ * (MEMORY_LOAD_SECONDS of chat completions, then as long of streamed ones, 32 at a time, its rate
+ * limit raised past that with `pnpm admin`), reads the resident sets at the end of the load and
+ * again after MEMORY_QUIET_SECONDS of quiet, and stops it; MEMORY_ROUNDS times (3 by default).
+ * Prints each round's figures, each service's median and the median of the PSS added up (the
+ * simulator's too). Linux only (/proc).
  */
 const ROUNDS = Number(process.env.MEMORY_ROUNDS ?? 3);
 const SETTLE_MS = Number(process.env.MEMORY_SETTLE_SECONDS ?? 10) * 1000;
+const LOAD_MS = Number(process.env.MEMORY_LOAD_SECONDS ?? 10) * 1000;
+const QUIET_MS = Number(process.env.MEMORY_QUIET_SECONDS ?? 30) * 1000;
+const CONCURRENCY = 32;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 /** Resident set of a process in MiB, from /proc. */
@@ -46,10 +53,58 @@ function servicesOf(pid: number): Map<string, number> {
   return found;
 }
 
-interface Round {
+interface Reading {
   rss: Map<string, number>;
   /** The PSS of every process `pnpm start` started, added up. */
   pssTotal: number;
+}
+
+function read(startPid: number): Reading {
+  const rss = new Map<string, number>();
+  let pssTotal = 0;
+  for (const [name, pid] of servicesOf(startPid)) {
+    rss.set(name, rssMiB(pid));
+    pssTotal += pssMiB(pid);
+  }
+  return { rss, pssTotal };
+}
+
+interface Round {
+  idle: Reading;
+  loaded: Reading;
+  quiet: Reading;
+}
+
+const CHAT = { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Say hello in five words.' }], max_tokens: 16 };
+
+/** `CONCURRENCY` callers sending `body` one after another for `ms`; answers other than 200 are counted, the first one kept. */
+async function load(url: string, apiKey: string, body: object, ms: number): Promise<{ ok: number; failed: number; firstFailure?: string }> {
+  const until = Date.now() + ms;
+  const tally: { ok: number; failed: number; firstFailure?: string } = { ok: 0, failed: 0 };
+  const init = { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (Date.now() < until) {
+        const res = await fetch(`${url}/chat/completions`, init);
+        const text = await res.text();
+        if (res.status === 200) tally.ok++;
+        else {
+          tally.failed++;
+          tally.firstFailure ??= `${res.status} ${text.slice(0, 300)}`;
+        }
+      }
+    }),
+  );
+  return tally;
+}
+
+/** What the banner says: the gateway's address, the demo account and its key. */
+function banner(printed: string): { url: string; accountId: string; apiKey: string } {
+  const url = /generation gateway ready at (\S+)/.exec(printed)?.[1];
+  const accountId = /demo account: (\S+) with/.exec(printed)?.[1];
+  const apiKey = /demo API key \(shown once, keep it\): (\S+)/.exec(printed)?.[1];
+  if (!url || !accountId || !apiKey) throw new Error(`the banner of pnpm start lacks the gateway, the demo account or its key:\n${printed}`);
+  return { url, accountId, apiKey };
 }
 
 async function oneRound(): Promise<Round> {
@@ -71,13 +126,18 @@ async function oneRound(): Promise<Round> {
       start.once('exit', (code) => failed(new Error(`pnpm start exited (code ${code}) before it was ready:\n${printed}`)));
     });
     await sleep(SETTLE_MS);
-    const rss = new Map<string, number>();
-    let pssTotal = 0;
-    for (const [name, pid] of servicesOf(start.pid!)) {
-      rss.set(name, rssMiB(pid));
-      pssTotal += pssMiB(pid);
-    }
-    return { rss, pssTotal };
+    const idle = read(start.pid!);
+    const { url, accountId, apiKey } = banner(printed);
+    execFileSync(process.execPath, [join(ROOT, 'packages', 'admin-cli', 'src', 'main.ts'), 'account', 'rate-limit', 'set', '--account', accountId, '--per-second', '1000000', '--per-minute', '60000000'], {
+      env: { ...process.env, GW_DATA_DIR: dataDir },
+      stdio: 'ignore',
+    });
+    const chat = await load(url, apiKey, CHAT, LOAD_MS);
+    const streams = await load(url, apiKey, { ...CHAT, stream: true }, LOAD_MS);
+    say(`  load: ${chat.ok} chat completions and ${streams.ok} streams answered 200, ${chat.failed + streams.failed} not${chat.firstFailure ?? streams.firstFailure ? `; the first: ${chat.firstFailure ?? streams.firstFailure}` : ''}`);
+    const loaded = read(start.pid!);
+    await sleep(QUIET_MS);
+    return { idle, loaded, quiet: read(start.pid!) };
   } finally {
     if (start.exitCode === null) {
       const exited = new Promise((done) => start.once('exit', done));
@@ -89,19 +149,29 @@ async function oneRound(): Promise<Round> {
   }
 }
 
-const rounds: Map<string, number>[] = [];
-const pssTotals: number[] = [];
+const rounds: Round[] = [];
 for (let i = 0; i < ROUNDS; i++) {
-  const { rss, pssTotal } = await oneRound();
-  rounds.push(rss);
-  pssTotals.push(pssTotal);
-  say(`round ${i + 1}: ${[...rss].map(([name, mib]) => `${name} ${mib.toFixed(0)}`).join(', ')} (MiB RSS); all together ${pssTotal.toFixed(0)} MiB PSS`);
+  const round = await oneRound();
+  rounds.push(round);
+  const line = (r: Reading) => `${[...r.rss].map(([name, mib]) => `${name} ${mib.toFixed(0)}`).join(', ')} (MiB RSS); all together ${r.pssTotal.toFixed(0)} MiB PSS`;
+  say(`round ${i + 1}, at idle: ${line(round.idle)}`);
+  say(`round ${i + 1}, at the end of the load: ${line(round.loaded)}`);
+  say(`round ${i + 1}, after ${QUIET_MS / 1000} s of quiet: ${line(round.quiet)}`);
 }
-const names = [...new Set(rounds.flatMap((r) => [...r.keys()]))].toSorted();
-say(`\nresident memory at idle, median of ${ROUNDS} start(s), MiB:`);
-for (const name of names) {
-  const values = rounds.map((r) => r.get(name)).filter((v): v is number => v !== undefined);
-  // The median of an even count is the upper middle value (percentile's convention).
-  say(`  ${name.padEnd(20)} ${percentile(values, 0.5).toFixed(0).padStart(5)}   (${values.map((v) => v.toFixed(0)).join(', ')})`);
+
+/** Each service's median over the rounds, then the PSS added up. */
+function medians(title: string, pick: (r: Round) => Reading): void {
+  const readings = rounds.map(pick);
+  const names = [...new Set(readings.flatMap((r) => [...r.rss.keys()]))].toSorted();
+  say(`\n${title}, median of ${ROUNDS} start(s), MiB:`);
+  for (const name of names) {
+    const values = readings.map((r) => r.rss.get(name)).filter((v): v is number => v !== undefined);
+    // The median of an even count is the upper middle value (percentile's convention).
+    say(`  ${name.padEnd(20)} ${percentile(values, 0.5).toFixed(0).padStart(5)}   (${values.map((v) => v.toFixed(0)).join(', ')})`);
+  }
+  const pss = readings.map((r) => r.pssTotal);
+  say(`  all services together (PSS) ${percentile(pss, 0.5).toFixed(0).padStart(5)}   (${pss.map((v) => v.toFixed(0)).join(', ')})`);
 }
-say(`  all services together (PSS) ${percentile(pssTotals, 0.5).toFixed(0).padStart(5)}   (${pssTotals.map((v) => v.toFixed(0)).join(', ')})`);
+medians('resident memory at idle', (r) => r.idle);
+medians('resident memory at the end of the load', (r) => r.loaded);
+medians(`resident memory after ${QUIET_MS / 1000} s of quiet after the load`, (r) => r.quiet);
