@@ -15,14 +15,15 @@ import { percentile, scratchDatabase } from './support.ts';
  * their proportional sets (PSS). Then it loads the gateway with the demo key it printed
  * (MEMORY_LOAD_SECONDS of chat completions, then as long of streamed ones, 32 at a time, its rate
  * limit raised past that with `pnpm admin`), reads the resident sets at the end of the load and
- * again after MEMORY_QUIET_SECONDS of quiet, and stops it; MEMORY_ROUNDS times (3 by default).
+ * again after MEMORY_QUIET_SECONDS of quiet (150: the services give back what a busy spell grew
+ * after two minutes of quiet), and stops it; MEMORY_ROUNDS times (3 by default).
  * Prints each round's figures, each service's median and the median of the PSS added up (the
  * simulator's too). Linux only (/proc).
  */
 const ROUNDS = Number(process.env.MEMORY_ROUNDS ?? 3);
 const SETTLE_MS = Number(process.env.MEMORY_SETTLE_SECONDS ?? 10) * 1000;
 const LOAD_MS = Number(process.env.MEMORY_LOAD_SECONDS ?? 10) * 1000;
-const QUIET_MS = Number(process.env.MEMORY_QUIET_SECONDS ?? 30) * 1000;
+const QUIET_MS = Number(process.env.MEMORY_QUIET_SECONDS ?? 150) * 1000;
 const CONCURRENCY = 32;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
