@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../../scripts/ports.ts';
 import { ROOT } from '../../scripts/system.ts';
-import { percentile, scratchDatabase } from './support.ts';
+import { chatBody, loadFor, percentile, post, scratchDatabase } from './support.ts';
 
 /**
  * `pnpm bench:memory`: each service's resident memory at idle, as `pnpm start` runs it, before and
@@ -76,27 +76,23 @@ interface Round {
   quiet: Reading;
 }
 
-const CHAT = { model: 'gpt-sim-mini', messages: [{ role: 'user', content: 'Say hello in five words.' }], max_tokens: 16 };
-
-/** `CONCURRENCY` callers sending `body` one after another for `ms`; answers other than 200 are counted, the first one kept. */
-async function load(url: string, apiKey: string, body: object, ms: number): Promise<{ ok: number; failed: number; firstFailure?: string }> {
-  const until = Date.now() + ms;
+/**
+ * `CONCURRENCY` callers sending the text benchmarks' chat completion (streamed or not) for `ms`;
+ * counts the answers other than 200 and keeps the first one's status and body.
+ */
+async function load(url: string, apiKey: string, stream: boolean, ms: number): Promise<{ ok: number; failed: number; firstFailure?: string }> {
   const tally: { ok: number; failed: number; firstFailure?: string } = { ok: 0, failed: 0 };
-  const init = { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (Date.now() < until) {
-        const res = await fetch(`${url}/chat/completions`, init);
-        const text = await res.text();
-        if (res.status === 200) tally.ok++;
-        else {
-          tally.failed++;
-          tally.firstFailure ??= `${res.status} ${text.slice(0, 300)}`;
-        }
-      }
-    }),
-  );
-  return tally;
+  const target = new URL(`${url}/chat/completions`);
+  const { errors } = await loadFor(CONCURRENCY, ms, async () => {
+    try {
+      await post(target, { authorization: `Bearer ${apiKey}` }, chatBody(stream), '');
+      tally.ok++;
+    } catch (err) {
+      tally.firstFailure ??= (err as Error).message;
+      throw err;
+    }
+  });
+  return { ...tally, failed: errors };
 }
 
 /** What the banner says: the gateway's address, the demo account and its key. */
@@ -133,8 +129,8 @@ async function oneRound(): Promise<Round> {
       env: { ...process.env, GW_DATA_DIR: dataDir },
       stdio: 'ignore',
     });
-    const chat = await load(url, apiKey, CHAT, LOAD_MS);
-    const streams = await load(url, apiKey, { ...CHAT, stream: true }, LOAD_MS);
+    const chat = await load(url, apiKey, false, LOAD_MS);
+    const streams = await load(url, apiKey, true, LOAD_MS);
     say(`  load: ${chat.ok} chat completions and ${streams.ok} streams answered 200, ${chat.failed + streams.failed} not${chat.firstFailure ?? streams.firstFailure ? `; the first: ${chat.firstFailure ?? streams.firstFailure}` : ''}`);
     const loaded = read(start.pid!);
     await sleep(QUIET_MS);

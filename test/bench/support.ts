@@ -180,7 +180,8 @@ function send(method: string, url: URL, headers: Record<string, string>, body: s
         }
       });
       res.on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+        // The start of the body says why (the gateway's error object).
+        if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}: ${buffered.slice(0, 300)}`));
         else resolve({ total: performance.now() - start, firstByte: firstByte || performance.now() - start });
       });
       res.on('error', reject);
