@@ -21,14 +21,19 @@ load();
 console.log(JSON.stringify({ grown, after, regrown: newSpace(), globalGc: typeof globalThis.gc }));
 `;
 
-/** The young generation's size after a start-up load, after collectStartupGarbage, and after more load. */
-function run(env: Record<string, string>, nodeFlags: string[] = []): { grown: number; after: number; regrown: number; globalGc: string } {
-  const out = execFileSync(process.execPath, [...nodeFlags, '--input-type=module', '-e', GROW_THEN_COLLECT], {
+/** Runs `script` in a child process of the kit's package, neither collection on unless `env` says so; its printed JSON. */
+function inChild<T>(script: string, env: Record<string, string>, nodeFlags: string[] = []): T {
+  const out = execFileSync(process.execPath, [...nodeFlags, '--input-type=module', '-e', script], {
     cwd: join(import.meta.dirname, '..'),
     encoding: 'utf8',
-    env: { ...process.env, STARTUP_GC: '', ...env },
+    env: { ...process.env, STARTUP_GC: '', IDLE_GC: '', ...env },
   });
-  return JSON.parse(out) as { grown: number; after: number; regrown: number; globalGc: string };
+  return JSON.parse(out) as T;
+}
+
+/** The young generation's size after a start-up load, after collectStartupGarbage, and after more load. */
+function run(env: Record<string, string>, nodeFlags: string[] = []): { grown: number; after: number; regrown: number; globalGc: string } {
+  return inChild(GROW_THEN_COLLECT, env, nodeFlags);
 }
 
 describe('collectStartupGarbage', () => {
@@ -135,12 +140,7 @@ interface Spell {
 }
 
 function spell(env: Record<string, string>): Spell {
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', BURST_THEN_QUIET], {
-    cwd: join(import.meta.dirname, '..'),
-    encoding: 'utf8',
-    env: { ...process.env, IDLE_GC: '', CHECK_MS: '200', BUSY_MS: '1500', QUIET_MS: '9000', ...env },
-  });
-  return JSON.parse(out) as Spell;
+  return inChild(BURST_THEN_QUIET, { CHECK_MS: '200', BUSY_MS: '1500', QUIET_MS: '9000', ...env });
 }
 
 describe('collectGarbageWhenIdle', { timeout: 30_000 }, () => {
