@@ -94,11 +94,29 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  * a server's request garbage (which hardly survives) never grew it again and they scavenged far
  * more often (25-30% more CPU per stream); with an 8 MiB floor, runs of the shared bench's loads
  * back to back with and without it showed the same throughput and CPU per request, at 25-50 MiB
- * less idle memory each (docs/benchmarks.md, "Idle memory", "Third pass"). glibc gets two arenas.
+ * less idle memory each (docs/benchmarks.md, "Idle memory", "Third pass"). Their C++ allocations
+go to jemalloc where the machine has it (`JEMALLOC`), else glibc gets two arenas.
  */
 const HOT_NODE_FLAGS = ['--min-semi-space-size=8'];
 const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = { 'edge-gateway': HOT_NODE_FLAGS, text: HOT_NODE_FLAGS, billing: HOT_NODE_FLAGS };
-const HOT_ENV = { STARTUP_GC: 'true', IDLE_GC: 'true', MALLOC_ARENA_MAX: '2' };
+
+/**
+ * jemalloc (Debian's `libjemalloc2`), where it is installed. After a load glibc kept 10-20 MiB of
+ * the edge's and text's C++ heap resident in free blocks between live ones, which Node cannot
+ * trim; jemalloc's background thread gives back pages unused for 5 s. `pnpm bench:memory`, 150 s
+ * after the load: edge 122 -> 110 MiB, text 117 -> 101, billing 120 either way, 2-3 MiB more
+ * each at start (docs/benchmarks.md, "jemalloc for the hot services"). Not for the lean services:
+ * their idle memory was 2-4 MiB higher with it and they do not grow under load.
+ */
+export const JEMALLOC = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2', '/usr/lib64/libjemalloc.so.2'].find((p) =>
+  existsSync(p),
+);
+const HOT_ENV = {
+  STARTUP_GC: 'true',
+  IDLE_GC: 'true',
+  MALLOC_ARENA_MAX: '2',
+  ...(JEMALLOC ? { LD_PRELOAD: JEMALLOC, MALLOC_CONF: 'background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0' } : {}),
+};
 
 /**
  * The services no chat or messages request passes through trade peak speed for memory (10-15 MiB
