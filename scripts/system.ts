@@ -111,12 +111,8 @@ const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = { 'edge-gateway': H
 export const JEMALLOC = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2', '/usr/lib64/libjemalloc.so.2'].find((p) =>
   existsSync(p),
 );
-const HOT_ENV = {
-  STARTUP_GC: 'true',
-  IDLE_GC: 'true',
-  MALLOC_ARENA_MAX: '2',
-  ...(JEMALLOC ? { LD_PRELOAD: JEMALLOC, MALLOC_CONF: 'background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0' } : {}),
-};
+const JEMALLOC_ENV = JEMALLOC ? { LD_PRELOAD: JEMALLOC, MALLOC_CONF: 'background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0' } : {};
+const HOT_ENV = { STARTUP_GC: 'true', IDLE_GC: 'true', MALLOC_ARENA_MAX: '2' };
 
 /**
  * The services no chat or messages request passes through trade peak speed for memory (10-15 MiB
@@ -137,6 +133,19 @@ const LEAN_SERVICES: Partial<Record<ServiceName, string[]>> = {
   media: [...LEAN_NODE_FLAGS, '--liftoff-only'],
   'video-jobs': [...LEAN_NODE_FLAGS, '--liftoff-only'],
 };
+
+/**
+ * Node's flags and the memory settings of a service's environment, as above: `pnpm start` and the
+ * images (deploy/Dockerfile, held to this by test/deploy) run each service with them. jemalloc is
+ * `pnpm start`'s alone: the machine may or may not have it.
+ */
+export function runtimeOf(name: ServiceName): { nodeFlags: string[]; env: Record<string, string> } {
+  const lean = LEAN_SERVICES[name];
+  if (lean) return { nodeFlags: lean, env: LEAN_ENV };
+  const hot = HOT_SERVICES[name];
+  if (hot) return { nodeFlags: hot, env: HOT_ENV };
+  return { nodeFlags: [], env: {} };
+}
 
 /** Stop order: the gateway stops taking requests first, the simulator (the outside world) last. */
 const STOP_ORDER: ServiceName[] = ['console', 'edge-gateway', 'text', 'media', 'video-jobs', 'catalog', 'billing', 'provider-simulator'];
@@ -194,7 +203,8 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: process.env.NODE_ENV ?? 'development',
-    ...(LEAN_SERVICES[name] ? LEAN_ENV : HOT_SERVICES[name] ? HOT_ENV : {}),
+    ...runtimeOf(name).env,
+    ...(HOT_SERVICES[name] ? JEMALLOC_ENV : {}),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // Passed on so that a service can be profiled as it runs (`NODE_OPTIONS=--cpu-prof pnpm start`).
     ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),
@@ -275,7 +285,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const logFd = logFile === undefined ? undefined : openSync(logFile, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, [...(LEAN_SERVICES[name] ?? HOT_SERVICES[name] ?? []), ...SERVICE_NODE_FLAGS, entry], {
+      child = spawn(process.execPath, [...runtimeOf(name).nodeFlags, ...SERVICE_NODE_FLAGS, entry], {
         cwd: ROOT,
         env: childEnv(opts, name, extra),
         stdio: logFd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', logFd, logFd],

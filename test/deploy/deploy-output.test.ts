@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DEPLOY, ROOT, bundleImports, dockerBuildCommand, facts, manifest, serviceDirs, workspaceClosure } from './support.ts';
+import { DEPLOY, ROOT, bundleImports, dockerBuildCommand, dockerRuntime, facts, manifest, serviceDirs, workspaceClosure } from './support.ts';
 
 // What the images run, minus Docker: each service's /app is built by the very RUN lines of its
 // Dockerfile stage (`pnpm deploy --prod` with the hoisted linker, then `scripts/build.ts` bundling
@@ -65,11 +65,15 @@ function logTail(log: string): string {
   return existsSync(log) ? readFileSync(log, 'utf8').slice(-3000) : '(no log)';
 }
 
-/** Starts `node dist/main.js` in a deployed output and waits for its ready file. */
+/**
+ * Starts a deployed output as its image does (the target's CMD and ENV, the test's `extra` on top:
+ * loopback addresses, free ports) and waits for its ready file.
+ */
 async function start(name: string, extra: Record<string, string>): Promise<string> {
   const log = join(work, `${name}.log`);
   const fd = openSync(log, 'a');
-  const child = spawn(process.execPath, ['dist/main.js'], { cwd: out(name), env: serviceEnv(name, extra), stdio: ['ignore', fd, fd] });
+  const image = dockerRuntime(name);
+  const child = spawn(process.execPath, image.cmd.slice(1), { cwd: out(name), env: serviceEnv(name, { ...image.env, ...extra }), stdio: ['ignore', fd, fd] });
   const readyFile = join(work, `${name}.ready`);
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {

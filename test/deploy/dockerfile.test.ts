@@ -1,7 +1,8 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEPLOY, ROOT, SERVICES, facts, manifest, read, runtimeImports, serviceDirs, sourcePort, tsFiles, workspacePackages } from './support.ts';
+import { runtimeOf, type ServiceName } from '../../scripts/system.ts';
+import { DEPLOY, ROOT, SERVICES, dockerRuntime, facts, manifest, read, runtimeImports, serviceDirs, sourcePort, tsFiles, workspacePackages } from './support.ts';
 
 // deploy/Dockerfile cannot be built here (no Docker daemon): these checks hold it to the
 // workspace instead (deploy-output.test.ts runs its build stages). Each service has a target that
@@ -62,7 +63,11 @@ describe('deploy/Dockerfile', () => {
     const target = stage(name)!;
     expect(target.from).toBe('runtime');
     expect(target.lines).toContain(`COPY --from=build-${name} /out /app`);
-    expect(target.lines).toContain('CMD ["node", "dist/main.js"]');
+    // Node's flags and the memory settings pnpm start gives the service (scripts/system.ts).
+    const image = dockerRuntime(name);
+    const local = runtimeOf(name as ServiceName);
+    expect(image.cmd).toEqual(['node', ...local.nodeFlags, 'dist/main.js']);
+    expect(image.env).toMatchObject(local.env);
     const f = facts(name);
     expect(target.lines).toContain(`EXPOSE ${f.port}`);
     const health = target.lines.find((l) => l.startsWith('HEALTHCHECK '));

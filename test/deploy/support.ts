@@ -183,6 +183,28 @@ export function dockerBuildCommand(target: string, out: string): string {
 }
 
 /**
+ * What deploy/Dockerfile's `<target>` stage runs: its CMD (exec form) and the variables of its own
+ * ENV lines (`KEY=value` pairs, unquoted), so that the tests start a service as its image does.
+ */
+export function dockerRuntime(target: string): { cmd: string[]; env: Record<string, string> } {
+  const lines = read(DEPLOY, 'Dockerfile').replace(/\\\n/g, ' ').split('\n');
+  const from = lines.findIndex((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+${target}\\s*$`).test(l));
+  if (from < 0) throw new Error(`deploy/Dockerfile has no stage ${target}`);
+  const end = lines.findIndex((l, i) => i > from && /^FROM\s/.test(l));
+  const own = lines.slice(from + 1, end < 0 ? undefined : end);
+  const cmd = own.filter((l) => l.startsWith('CMD [')).at(-1);
+  if (!cmd) throw new Error(`deploy/Dockerfile's ${target} has no CMD in exec form`);
+  const env: Record<string, string> = {};
+  for (const line of own.filter((l) => l.startsWith('ENV '))) {
+    for (const pair of line.slice(4).trim().split(/\s+/)) {
+      const at = pair.indexOf('=');
+      env[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+  }
+  return { cmd: JSON.parse(cmd.slice(4)) as string[], env };
+}
+
+/**
  * Packages a bundle loads: its static and dynamic imports and `require` calls with a literal name
  * (the bundler writes imports at the start of a line, so SQL text such as `from "hold"` inside a
  * template literal is not taken for one).
