@@ -16,7 +16,9 @@ import { chatBody, loadFor, percentile, post, scratchDatabase } from './support.
  * (MEMORY_LOAD_SECONDS of chat completions, then as long of streamed ones, 32 at a time, its rate
  * limit raised past that with `pnpm admin`), reads the resident sets at the end of the load and
  * again after MEMORY_QUIET_SECONDS of quiet (150: the services give back what a busy spell grew
- * after two minutes of quiet), and stops it; MEMORY_ROUNDS times (3 by default).
+ * after two minutes of quiet), MEMORY_LOADS times (1 by default; a service that ends each quiet
+ * spell higher than the one before keeps something per request), and stops it; MEMORY_ROUNDS times
+ * (3 by default).
  * Prints each round's figures, each service's median and the median of the PSS added up (the
  * simulator's too). Linux only (/proc).
  */
@@ -24,6 +26,7 @@ const ROUNDS = Number(process.env.MEMORY_ROUNDS ?? 3);
 const SETTLE_MS = Number(process.env.MEMORY_SETTLE_SECONDS ?? 10) * 1000;
 const LOAD_MS = Number(process.env.MEMORY_LOAD_SECONDS ?? 10) * 1000;
 const QUIET_MS = Number(process.env.MEMORY_QUIET_SECONDS ?? 150) * 1000;
+const LOADS = Number(process.env.MEMORY_LOADS ?? 1);
 const CONCURRENCY = 32;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -72,9 +75,12 @@ function read(startPid: number): Reading {
 
 interface Round {
   idle: Reading;
-  loaded: Reading;
-  quiet: Reading;
+  /** At the end of each load, and after the quiet spell that follows it. */
+  loads: { loaded: Reading; quiet: Reading }[];
 }
+
+/** How a load is named in the output: "the load" when there is one. */
+const loadName = (n: number) => (LOADS === 1 ? 'the load' : `load ${n + 1}`);
 
 /**
  * `CONCURRENCY` callers sending the text benchmarks' chat completion (streamed or not) for `ms`;
@@ -129,12 +135,16 @@ async function oneRound(): Promise<Round> {
       env: { ...process.env, GW_DATA_DIR: dataDir },
       stdio: 'ignore',
     });
-    const chat = await load(url, apiKey, false, LOAD_MS);
-    const streams = await load(url, apiKey, true, LOAD_MS);
-    say(`  load: ${chat.ok} chat completions and ${streams.ok} streams answered 200, ${chat.failed + streams.failed} not${chat.firstFailure ?? streams.firstFailure ? `; the first: ${chat.firstFailure ?? streams.firstFailure}` : ''}`);
-    const loaded = read(start.pid!);
-    await sleep(QUIET_MS);
-    return { idle, loaded, quiet: read(start.pid!) };
+    const loads: Round['loads'] = [];
+    for (let n = 0; n < LOADS; n++) {
+      const chat = await load(url, apiKey, false, LOAD_MS);
+      const streams = await load(url, apiKey, true, LOAD_MS);
+      say(`  ${loadName(n)}: ${chat.ok} chat completions and ${streams.ok} streams answered 200, ${chat.failed + streams.failed} not${chat.firstFailure ?? streams.firstFailure ? `; the first: ${chat.firstFailure ?? streams.firstFailure}` : ''}`);
+      const loaded = read(start.pid!);
+      await sleep(QUIET_MS);
+      loads.push({ loaded, quiet: read(start.pid!) });
+    }
+    return { idle, loads };
   } finally {
     if (start.exitCode === null) {
       const exited = new Promise((done) => start.once('exit', done));
@@ -152,8 +162,10 @@ for (let i = 0; i < ROUNDS; i++) {
   rounds.push(round);
   const line = (r: Reading) => `${[...r.rss].map(([name, mib]) => `${name} ${mib.toFixed(0)}`).join(', ')} (MiB RSS); all together ${r.pssTotal.toFixed(0)} MiB PSS`;
   say(`round ${i + 1}, at idle: ${line(round.idle)}`);
-  say(`round ${i + 1}, at the end of the load: ${line(round.loaded)}`);
-  say(`round ${i + 1}, after ${QUIET_MS / 1000} s of quiet: ${line(round.quiet)}`);
+  round.loads.forEach(({ loaded, quiet }, n) => {
+    say(`round ${i + 1}, at the end of ${loadName(n)}: ${line(loaded)}`);
+    say(`round ${i + 1}, ${QUIET_MS / 1000} s after ${loadName(n)}: ${line(quiet)}`);
+  });
 }
 
 /** Each service's median over the rounds, then the PSS added up. */
@@ -170,5 +182,7 @@ function medians(title: string, pick: (r: Round) => Reading): void {
   say(`  all services together (PSS) ${percentile(pss, 0.5).toFixed(0).padStart(5)}   (${pss.map((v) => v.toFixed(0)).join(', ')})`);
 }
 medians('resident memory at idle', (r) => r.idle);
-medians('resident memory at the end of the load', (r) => r.loaded);
-medians(`resident memory after ${QUIET_MS / 1000} s of quiet after the load`, (r) => r.quiet);
+for (let n = 0; n < LOADS; n++) {
+  medians(`resident memory at the end of ${loadName(n)}`, (r) => r.loads[n]!.loaded);
+  medians(`resident memory after ${QUIET_MS / 1000} s of quiet after ${loadName(n)}`, (r) => r.loads[n]!.quiet);
+}
