@@ -95,7 +95,7 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  * more often (25-30% more CPU per stream); with an 8 MiB floor, runs of the shared bench's loads
  * back to back with and without it showed the same throughput and CPU per request, at 25-50 MiB
  * less idle memory each (docs/benchmarks.md, "Idle memory", "Third pass"). Their C++ allocations
-go to jemalloc where the machine has it (`JEMALLOC`), else glibc gets two arenas.
+ * go to jemalloc where the machine has it (`JEMALLOC`), else glibc gets two arenas.
  */
 const HOT_NODE_FLAGS = ['--min-semi-space-size=8'];
 const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = { 'edge-gateway': HOT_NODE_FLAGS, text: HOT_NODE_FLAGS, billing: HOT_NODE_FLAGS };
@@ -105,7 +105,7 @@ const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = { 'edge-gateway': H
  * the edge's and text's C++ heap resident in free blocks between live ones, which Node cannot
  * trim; jemalloc's background thread gives back pages unused for 5 s. `pnpm bench:memory`, 150 s
  * after the load: edge 122 -> 110 MiB, text 117 -> 101, billing 120 either way, 2-3 MiB more
- * each at start (docs/benchmarks.md, "jemalloc for the hot services"). Not for the lean services:
+ * each at start (docs/benchmarks.md, "Memory after load, second pass"). Not for the lean services:
  * their idle memory was 2-4 MiB higher with it and they do not grow under load.
  */
 export const JEMALLOC = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2', '/usr/lib64/libjemalloc.so.2'].find((p) =>
@@ -120,12 +120,12 @@ const HOT_ENV = { STARTUP_GC: 'true', IDLE_GC: 'true', MALLOC_ARENA_MAX: '2' };
  * interpreter, Sparkplug and Maglev still run), one V8 worker thread, and for those that call
  * providers Liftoff only for undici's WebAssembly HTTP parser (TurboFan compiling it on the first
  * call kept 12 MiB). V8 favours size (`--optimize-for-size`: among others its heap grows less
-between full collections; the catalog's provider sync every minute grew it from 105 to 116 MiB
-within three minutes of start, 107 with it). glibc gets one arena, maps blocks from 16 KiB up on their own and gives free
- * memory at the top back (what start-up malloc'd and freed stayed resident between live blocks),
- * and what start-up or a busy spell grew is given back (`STARTUP_GC`, `IDLE_GC`: the kit's
- * collectStartupGarbage and collectGarbageWhenIdle). The edge gateway, text and billing run as
- * `HOT_SERVICES` says.
+ * between full collections; the catalog's provider sync every minute grew it from 105 to 116 MiB
+ * within three minutes of start, 107 with it). glibc gets one arena, maps blocks from 16 KiB up on
+ * their own and gives free memory at the top back (what start-up malloc'd and freed stayed resident
+ * between live blocks), and what start-up or a busy spell grew is given back (`STARTUP_GC`,
+ * `IDLE_GC`: the kit's collectStartupGarbage and collectGarbageWhenIdle). The edge gateway, text
+ * and billing run as `HOT_SERVICES` says.
  */
 const LEAN_NODE_FLAGS = ['--no-turbofan', '--v8-pool-size=1', '--optimize-for-size'];
 const LEAN_ENV = { STARTUP_GC: 'true', IDLE_GC: 'true', MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '16384', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };

@@ -107,15 +107,16 @@ export class IdleCollection {
  * Every `intervalMs` it reads the event loop's utilization and the resident set; when the loop was
  * under 3 % busy on average over the last 24 checks (two minutes at the default 5 s) and the
  * resident set is 16 MiB or more above its lowest since the last collection, it runs the
- * memory-reducing collection once (16, not more: V8's own collections took the edge back from
- * 330 MiB to 122 after a load, 20 MiB above its start, and a full collection further, to 109). The pause (93-230 ms for the edge, text and billing after the
- * shared bench's loads) falls where the service had nothing to do. Two minutes, because the
- * collection also costs the next burst its warm start: with it after each quiet spell of 25 s, the
- * chat loads in between stayed at the CPU per request of the first, where without it each ran
- * cheaper than the one before (about 25 % cheaper by the third; docs/benchmarks.md, "Memory after
- * load"). Traffic with short pauses never pays it; a service left quiet for minutes gives back what
- * it no longer needs. It shrinks the young generation to its minimum, so on the request path it
- * needs the same floor as start-up's (`--min-semi-space-size`).
+ * memory-reducing collection once (16, not more: V8's own collections took the edge back from 330
+ * MiB to 122 after a load, 20 MiB above its start, and a full collection further, to 109). The
+ * pause (93-230 ms for the edge, text and billing after the shared bench's loads) falls where the
+ * service had nothing to do. Two minutes, because the collection also costs the next burst its warm
+ * start: with it after each quiet spell of 25 s, the chat loads in between stayed at the CPU per
+ * request of the first, where without it each ran cheaper than the one before (about 25 % cheaper
+ * by the third; docs/benchmarks.md, "Memory after load"). Traffic with short pauses never pays it;
+ * a service left quiet for minutes gives back what it no longer needs. It shrinks the young
+ * generation to its minimum, so on the request path it needs the same floor as start-up's
+ * (`--min-semi-space-size`).
  */
 export function collectGarbageWhenIdle(logger: Pick<Logger, 'info' | 'warn'>, intervalMs = 5_000): void {
   if (process.env.IDLE_GC !== 'true') return;
