@@ -94,24 +94,12 @@ const SERVICE_NODE_FLAGS = ['--import', TS_CACHE_HOOK];
  * a server's request garbage (which hardly survives) never grew it again and they scavenged far
  * more often (25-30% more CPU per stream); with an 8 MiB floor, runs of the shared bench's loads
  * back to back with and without it showed the same throughput and CPU per request, at 25-50 MiB
- * less idle memory each (docs/benchmarks.md, "Idle memory", "Third pass"). Their C++ allocations
- * go to jemalloc where the machine has it (`JEMALLOC`), else glibc gets two arenas.
+ * less idle memory each (docs/benchmarks.md, "Idle memory", "Third pass"). glibc gets two arenas
+ * (jemalloc gave back 12-17 MiB more after load but cost them 10-30 % more CPU per request:
+ * docs/benchmarks.md, "Memory after load, second pass").
  */
 const HOT_NODE_FLAGS = ['--min-semi-space-size=8'];
 const HOT_SERVICES: Partial<Record<ServiceName, string[]>> = { 'edge-gateway': HOT_NODE_FLAGS, text: HOT_NODE_FLAGS, billing: HOT_NODE_FLAGS };
-
-/**
- * jemalloc (Debian's `libjemalloc2`), where it is installed. After a load glibc kept 10-20 MiB of
- * the edge's and text's C++ heap resident in free blocks between live ones, which Node cannot
- * trim; jemalloc's background thread gives back pages unused for 5 s. `pnpm bench:memory`, 150 s
- * after the load: edge 122 -> 110 MiB, text 117 -> 101, billing 120 either way, 2-3 MiB more
- * each at start (docs/benchmarks.md, "Memory after load, second pass"). Not for the lean services:
- * their idle memory was 2-4 MiB higher with it and they do not grow under load.
- */
-export const JEMALLOC = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2', '/usr/lib64/libjemalloc.so.2'].find((p) =>
-  existsSync(p),
-);
-const JEMALLOC_ENV = JEMALLOC ? { LD_PRELOAD: JEMALLOC, MALLOC_CONF: 'background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0' } : {};
 const HOT_ENV = { STARTUP_GC: 'true', IDLE_GC: 'true', MALLOC_ARENA_MAX: '2' };
 
 /**
@@ -138,8 +126,7 @@ const LEAN_SERVICES: Partial<Record<ServiceName, string[]>> = {
 
 /**
  * Node's flags and the memory settings of a service's environment, as above: `pnpm start` and the
- * images (deploy/Dockerfile, held to this by test/deploy) run each service with them. jemalloc is
- * `pnpm start`'s alone: the machine may or may not have it.
+ * images (deploy/Dockerfile, held to this by test/deploy) run each service with them.
  */
 export function runtimeOf(name: ServiceName): { nodeFlags: string[]; env: Record<string, string> } {
   const lean = LEAN_SERVICES[name];
@@ -206,7 +193,6 @@ function childEnv(opts: SystemOptions, name: ServiceName, extra: Record<string, 
     HOME: process.env.HOME,
     NODE_ENV: process.env.NODE_ENV ?? 'development',
     ...runtimeOf(name).env,
-    ...(HOT_SERVICES[name] ? JEMALLOC_ENV : {}),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // Passed on so that a service can be profiled as it runs (`NODE_OPTIONS=--cpu-prof pnpm start`).
     ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),

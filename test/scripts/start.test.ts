@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { freePort } from '../../scripts/ports.ts';
-import { JEMALLOC, ROOT } from '../../scripts/system.ts';
+import { ROOT } from '../../scripts/system.ts';
 
 const run = promisify(execFile);
 const START = join(ROOT, 'scripts/start.ts');
@@ -163,11 +163,6 @@ describe('pnpm start on a fresh database', () => {
     }
     // Events are namespaced by the database: another deployment on this NATS server has other streams.
     expect(local.eventsNamespace).toMatch(new RegExp(`^${dbName}-[0-9a-f]{6}$`));
-
-    // The hot services allocate with jemalloc where the machine has it, the lean ones with glibc.
-    const mapsOf = async (name: string) => readFileSync(`/proc/${await servicePid(child!.pid!, name)}/maps`, 'utf8');
-    for (const hot of ['edge-gateway', 'text', 'billing']) expect({ hot, jemalloc: (await mapsOf(hot)).includes('libjemalloc') }).toEqual({ hot, jemalloc: JEMALLOC !== undefined });
-    expect((await mapsOf('catalog')).includes('libjemalloc')).toBe(false);
 
     // A service killed with -9 is reported with its signal and is back in service within seconds.
     const billingPid = await servicePid(child.pid!, 'billing');
