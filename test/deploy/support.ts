@@ -162,20 +162,23 @@ export function workspaceClosure(name: string, packages = workspacePackages(), s
   return seen;
 }
 
+/** The lines of deploy/Dockerfile's stage `name` after its FROM (continuation lines joined), up to the next stage. */
+function stageLines(name: string): string[] {
+  const lines = read(DEPLOY, 'Dockerfile').replace(/\\\n/g, ' ').split('\n');
+  const from = lines.findIndex((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+${name}\\s*$`).test(l));
+  if (from < 0) throw new Error(`deploy/Dockerfile has no stage ${name}`);
+  const end = lines.findIndex((l, i) => i > from && /^FROM\s/.test(l));
+  return lines.slice(from + 1, end < 0 ? undefined : end);
+}
+
 /**
  * The shell command of deploy/Dockerfile's `build-<target>` stage (its RUN lines joined), with its
  * output folder `/out` replaced by `out`: the tests build an image's /app exactly as the image does.
  */
 export function dockerBuildCommand(target: string, out: string): string {
-  const text = read(DEPLOY, 'Dockerfile').replace(/\\\n/g, ' ');
-  const lines = text.split('\n');
-  const from = lines.findIndex((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+build-${target}\\s*$`).test(l));
-  if (from < 0) throw new Error(`deploy/Dockerfile has no stage build-${target}`);
-  const runs: string[] = [];
-  for (const line of lines.slice(from + 1)) {
-    if (/^FROM\s/.test(line)) break;
-    if (line.startsWith('RUN ')) runs.push(line.slice(4).trim());
-  }
+  const runs = stageLines(`build-${target}`)
+    .filter((l) => l.startsWith('RUN '))
+    .map((l) => l.slice(4).trim());
   const command = runs.join(' && ').replace(/(^|\s)\/out(?=[\s/]|$)/g, `$1${out}`);
   // Never run a stage's command against the machine's own /out.
   if (/(^|\s)\/out\b/.test(command)) throw new Error(`build-${target} names /out where the tests cannot replace it: ${command}`);
@@ -187,11 +190,7 @@ export function dockerBuildCommand(target: string, out: string): string {
  * ENV lines (`KEY=value` pairs, unquoted), so that the tests start a service as its image does.
  */
 export function dockerRuntime(target: string): { cmd: string[]; env: Record<string, string> } {
-  const lines = read(DEPLOY, 'Dockerfile').replace(/\\\n/g, ' ').split('\n');
-  const from = lines.findIndex((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+${target}\\s*$`).test(l));
-  if (from < 0) throw new Error(`deploy/Dockerfile has no stage ${target}`);
-  const end = lines.findIndex((l, i) => i > from && /^FROM\s/.test(l));
-  const own = lines.slice(from + 1, end < 0 ? undefined : end);
+  const own = stageLines(target);
   const cmd = own.filter((l) => l.startsWith('CMD [')).at(-1);
   if (!cmd) throw new Error(`deploy/Dockerfile's ${target} has no CMD in exec form`);
   const env: Record<string, string> = {};
